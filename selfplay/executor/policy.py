@@ -1,0 +1,424 @@
+"""The static half of the execution policy: which programs may run, compiled with RestrictedPython.
+
+Trusted side. `compile_program` parses a model-written program, checks it and rewrites it with
+RestrictedPython so that attribute reads, writes, iteration and imports go through the run-time
+guards of `guards.py`. The program text is parsed and compiled here, never executed.
+
+RestrictedPython 9 refuses several things ordinary model code does; `SandboxTransformer`
+allows them where that is safe:
+
+* annotated assignments (`x: int = 0`, dataclass fields) and `match` statements (class
+  patterns may only name public attributes, `__match_args__` cannot be set);
+* augmented assignment to items and attributes (`counts[k] += 1`, `self.n -= 1`), rewritten
+  to evaluate the container and key once, read through `_getitem_`/`_getattr_`, write through
+  `_write_`, in Python's order;
+* `nonlocal`; single-underscore names and attributes (`_cache`, `self._n`; the run-time guard
+  limits private attributes to the program's own objects); dunder methods defined in classes
+  (`__init__`, `__eq__`, `__lt__`, ...) except the few with effects outside normal calls
+  (`__del__`, `__init_subclass__`, `__class_getitem__`, ...);
+* `__name__` (so `if __name__ == "__main__":` works).
+
+It adds: imports outside the allow-list, the forbidden builtins (`eval`, `open`, `id`, ...) and
+dunder attributes outside the safe list are refused before anything runs, and a bare `except:`
+becomes `except Exception:`.
+
+A refusal has a rule, reported as the reason `policy:<rule>`:
+`import`, `forbidden_name`, `private_name`, `dunder`, `introspection`, `construct`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from types import CodeType
+
+from RestrictedPython.transformer import (
+    IOPERATOR_TO_STR,
+    RestrictingNodeTransformer,
+    copy_locations,
+)
+
+from selfplay.executor import values
+from selfplay.executor.guards import (
+    ALLOWED_MODULES,
+    DENIED_PUBLIC_ATTRIBUTES,
+    FORBIDDEN_BUILTINS,
+    SAFE_DUNDERS,
+)
+
+__all__ = [
+    "CompiledProgram",
+    "CompiledInput",
+    "PolicyRejection",
+    "compile_program",
+    "compile_input",
+    "ENTRY_POINT",
+    "INPUT_MODES",
+]
+
+#: How inputs (the text inside `f(...)`) are read: `literal` (the default, for model-written
+#: inputs) accepts literals only; `expression` (for benchmark data such as CRUXEval, whose
+#: inputs include `dict(a=1)` and lambdas) compiles the arguments under the same policy as
+#: programs and evaluates them inside the sandbox, in the program's namespace.
+INPUT_MODES = ("literal", "expression")
+
+ENTRY_POINT = "f"
+
+#: Dunder methods a class may define beyond `SAFE_DUNDERS`: attribute hooks and descriptors
+#: only affect the program's own objects.
+_EXTRA_DUNDER_DEFS = frozenset(
+    ["__getattr__", "__setattr__", "__delattr__", "__get__", "__set__", "__delete__"]
+)
+_DUNDER_DEFS = SAFE_DUNDERS | _EXTRA_DUNDER_DEFS
+#: Dunder names a class body may assign.
+_CLASS_DUNDER_ASSIGNMENTS = frozenset({"__slots__", "__hash__"})
+_RP_TEMPORARY = re.compile(r"_tmp\d+\Z")
+_RESERVED = frozenset({"_print", "printed", "builtins", "breakpoint"})
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    code: CodeType
+    source: str
+
+
+@dataclass(frozen=True)
+class CompiledInput:
+    text: str  # normalised argument text (also the key that identifies equal inputs)
+    code: CodeType  # evaluates to (args, kwargs) through `_args_`
+    in_program_scope: bool  # evaluate in the program's namespace (expression mode)
+
+
+@dataclass(frozen=True)
+class PolicyRejection:
+    reason: str  # "syntax" or "policy:<rule>"
+    detail: str
+
+
+class SandboxTransformer(RestrictingNodeTransformer):
+    """RestrictedPython's transformer with the relaxations and additions listed above."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rules: list[str] = []
+        self._class_depth = 0
+        self._bound_names: set[str] = set()
+        self._rule: str | None = None
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def deny(self, node: ast.AST, rule: str, info: str) -> None:
+        self._rule = rule
+        self.error(node, info)
+
+    def error(self, node: ast.AST, info: str) -> None:
+        # RestrictedPython's own refusals (metaclass=, star imports, ...) are constructs.
+        self.rules.append(getattr(self, "_rule", None) or "construct")
+        self._rule = None
+        super().error(node, info)
+
+    def not_allowed(self, node: ast.AST) -> None:
+        self.deny(node, "construct", f"{type(node).__name__} statements are not allowed.")
+
+    # -- names -------------------------------------------------------------------------------
+
+    def check_name(self, node, name, allow_magic_methods=False):
+        if name is None or name in ("_", "__"):
+            return
+        if name.startswith("_") and name.endswith("_"):
+            if allow_magic_methods and self._class_depth and name in _DUNDER_DEFS:
+                return
+            self.deny(node, "private_name", f'"{name}" is a reserved name')
+        elif _RP_TEMPORARY.match(name) or name in _RESERVED or name.endswith("__roles__"):
+            self.deny(node, "private_name", f'"{name}" is a reserved name')
+
+    def visit_Name(self, node: ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            if node.id == "__name__":
+                return node
+            if node.id in FORBIDDEN_BUILTINS and node.id not in self._bound_names:
+                self.deny(node, "forbidden_name", f'"{node.id}" is not available')
+                return node
+        elif (
+            self._class_depth
+            and isinstance(node.ctx, ast.Store)
+            and node.id in _CLASS_DUNDER_ASSIGNMENTS
+        ):
+            return node
+        return super().visit_Name(node)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal):
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler):
+        if node.type is None:  # a bare except must not catch the executor's RunTimeout
+            node.type = ast.Name("Exception", ast.Load())
+            copy_locations(node.type, node)
+        return super().visit_ExceptHandler(node)
+
+    # -- attributes --------------------------------------------------------------------------
+
+    def check_attribute_name(self, node: ast.AST, attr: str, ctx: ast.expr_context) -> None:
+        if attr.startswith("__") and attr.endswith("__"):
+            if not isinstance(ctx, ast.Load) or attr not in SAFE_DUNDERS:
+                self.deny(node, "dunder", f'access to "{attr}" is not allowed')
+        elif attr in DENIED_PUBLIC_ATTRIBUTES:
+            self.deny(node, "introspection", f'access to "{attr}" is not allowed')
+
+    def visit_Attribute(self, node: ast.Attribute):
+        self.check_attribute_name(node, node.attr, node.ctx)
+        node = self.node_contents_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            new = ast.Call(
+                ast.Name("_getattr_", ast.Load()), [node.value, ast.Constant(node.attr)], []
+            )
+            copy_locations(new, node)
+            return new
+        node.value = ast.Call(ast.Name("_write_", ast.Load()), [node.value], [])
+        copy_locations(node.value, node)
+        return node
+
+    # -- statements RestrictedPython refuses -------------------------------------------------
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        if isinstance(node.target, ast.Name):
+            self.check_name(node, node.target.id)
+        return self.node_contents_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        """`c[k] op= v` and `o.a op= v`, evaluating `c`, `k` and `o` once, in Python's order."""
+        target = node.target
+        if isinstance(target, ast.Name):
+            return super().visit_AugAssign(node)
+        if isinstance(target, ast.Attribute):
+            self.check_attribute_name(target, target.attr, ast.Store())
+        holder = self.gen_tmp_name()
+        statements: list[ast.stmt] = [_assign(holder, self.visit(target.value))]
+        temporaries = [holder]
+        if isinstance(target, ast.Subscript):
+            key = self.gen_tmp_name()
+            temporaries.append(key)
+            statements.append(_assign(key, self.visit(target.slice)))
+            old = _call("_getitem_", _load(holder), _load(key))
+            store = ast.Subscript(_call("_write_", _load(holder)), _load(key), ast.Store())
+        else:
+            old = _call("_getattr_", _load(holder), ast.Constant(target.attr))
+            store = ast.Attribute(_call("_write_", _load(holder)), target.attr, ast.Store())
+        op = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
+        new_value = _call("_inplacevar_", op, old, self.visit(node.value))
+        statements.append(ast.Assign([store], new_value))
+        statements.append(ast.Delete([ast.Name(t, ast.Del()) for t in temporaries]))
+        for statement in statements:
+            copy_locations(statement, node)
+        return statements
+
+    def visit_FunctionDef(self, node: ast.FunctionDef):
+        # A method's name belongs to its class scope; its body does not.
+        self.check_name(node, node.name, allow_magic_methods=True)
+        self.check_function_argument_names(node)
+        outer, self._class_depth = self._class_depth, 0
+        try:
+            with self.print_info.new_print_scope():
+                node = self.node_contents_visit(node)
+                self.inject_print_collector(node)
+        finally:
+            self._class_depth = outer
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef):
+        self._class_depth += 1
+        try:
+            return super().visit_ClassDef(node)
+        finally:
+            self._class_depth -= 1
+
+    # -- imports -----------------------------------------------------------------------------
+
+    def check_import_names(self, node):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        for module in modules:
+            if getattr(node, "level", 0) or module not in ALLOWED_MODULES:
+                self.deny(node, "import", f'import of "{module}" is not allowed')
+            elif isinstance(node, ast.ImportFrom):
+                refused = [a.name for a in node.names if a.name in ALLOWED_MODULES[module]]
+                if refused:
+                    self.deny(node, "import", f'"{module}.{refused[0]}" is not allowed')
+        return super().check_import_names(node)
+
+    # -- match statements --------------------------------------------------------------------
+
+    def visit_Match(self, node: ast.Match):
+        return self.node_contents_visit(node)
+
+    def visit_match_case(self, node: ast.match_case):
+        return self.node_contents_visit(node)
+
+    def visit_MatchValue(self, node: ast.MatchValue):
+        return self._pattern_expression(node)
+
+    def visit_MatchSingleton(self, node: ast.MatchSingleton):
+        return node
+
+    def visit_MatchSequence(self, node: ast.MatchSequence):
+        return self.node_contents_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping):
+        for key in node.keys:
+            self._check_dotted(key)
+        self.check_name(node, node.rest)
+        node.patterns = [self.visit(p) for p in node.patterns]
+        return node
+
+    def visit_MatchClass(self, node: ast.MatchClass):
+        # The match machinery reads these attributes without `_getattr_`: public names only.
+        self._check_dotted(node.cls)
+        for attr in node.kwd_attrs:
+            if attr.startswith("_") or attr in DENIED_PUBLIC_ATTRIBUTES:
+                self.deny(node, "dunder", f'class pattern on attribute "{attr}"')
+        node.patterns = [self.visit(p) for p in node.patterns]
+        node.kwd_patterns = [self.visit(p) for p in node.kwd_patterns]
+        return node
+
+    def visit_MatchStar(self, node: ast.MatchStar):
+        self.check_name(node, node.name)
+        return node
+
+    def visit_MatchAs(self, node: ast.MatchAs):
+        self.check_name(node, node.name)
+        return self.node_contents_visit(node)
+
+    def visit_MatchOr(self, node: ast.MatchOr):
+        return self.node_contents_visit(node)
+
+    def _pattern_expression(self, node: ast.MatchValue):
+        """Value patterns are literals or dotted names; they must stay untransformed."""
+        self._check_dotted(node.value)
+        return node
+
+    def _check_dotted(self, expr: ast.expr) -> None:
+        for sub in ast.walk(expr):
+            if isinstance(sub, ast.Attribute) and (
+                sub.attr.startswith("_") or sub.attr in DENIED_PUBLIC_ATTRIBUTES
+            ):
+                self.deny(sub, "dunder", f'pattern on attribute "{sub.attr}"')
+            elif isinstance(sub, ast.Name):
+                self.check_name(sub, sub.id)
+                if sub.id in FORBIDDEN_BUILTINS:
+                    self.deny(sub, "forbidden_name", f'"{sub.id}" is not available')
+
+
+def _load(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
+def _call(func: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(_load(func), list(args), [])
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign([ast.Name(name, ast.Store())], value)
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the program binds itself (so `def f(input):` may use `input`)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif (
+            isinstance(node, ast.ExceptHandler)
+            and node.name
+            or isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        ):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.partition(".")[0])
+    return names
+
+
+def _top_level_names(statements: list[ast.stmt]) -> set[str]:
+    """Names bound by module-level statements, looking into `if`/`try`/`with`, not into defs."""
+    names: set[str] = set()
+    for stmt in statements:
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            names |= _bound_names(stmt)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                names |= _top_level_names(getattr(stmt, field, []))
+    return names
+
+
+def compile_program(source: str, max_chars: int = 20_000) -> CompiledProgram | PolicyRejection:
+    """Check and compile one program; never raises for anything the program contains."""
+    if len(source) > max_chars:
+        return PolicyRejection("program_too_large", f"program longer than {max_chars} characters")
+    try:
+        tree = ast.parse(source, "<program>", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
+        return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
+    if ENTRY_POINT not in _top_level_names(tree.body):
+        return PolicyRejection("no_f", f"the program does not define {ENTRY_POINT!r}")
+    transformer = SandboxTransformer()
+    transformer._bound_names = _bound_names(tree)
+    try:
+        tree = transformer.visit(tree)
+    except RecursionError:
+        return PolicyRejection("syntax", "program nested too deeply")
+    if transformer.errors:
+        rule = transformer.rules[0] if transformer.rules else "construct"
+        return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
+    try:
+        code = compile(tree, "<program>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
+    return CompiledProgram(code=code, source=source)
+
+
+def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput | PolicyRejection:
+    """Check and compile the argument text of `f(...)`; reasons start with `input:`."""
+    if not isinstance(text, str):
+        return PolicyRejection(
+            "input:not_literal", f"an input must be text, not {type(text).__name__}"
+        )
+    if mode == "literal":
+        try:
+            normalised = values.parse_call_args(text, limits)
+        except values.ValueRejected as err:
+            why = "too_large" if isinstance(err, values.TooLarge) else "not_literal"
+            return PolicyRejection(f"input:{why}", str(err))
+        code = compile(f"_args_({normalised})", "<input>", "eval")
+        return CompiledInput(normalised, code, in_program_scope=False)
+    if mode != "expression":
+        raise ValueError(f"unknown input mode {mode!r}; known: {INPUT_MODES}")
+    if len(text) > limits.max_chars:
+        return PolicyRejection(
+            "input:too_large", f"input longer than {limits.max_chars} characters"
+        )
+    try:
+        call = ast.parse(f"_args_({text}\n)", "<input>", "eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
+        return PolicyRejection("input:syntax", f"{type(err).__name__}: {err}")
+    body = call.body
+    if not (
+        isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "_args_"
+    ):
+        return PolicyRejection("input:syntax", "input is not an argument list")
+    parts = [ast.unparse(a) for a in call.body.args]
+    parts += [
+        ("**" if k.arg is None else f"{k.arg}=") + ast.unparse(k.value) for k in call.body.keywords
+    ]
+    transformer = SandboxTransformer()
+    call.body.args = [transformer.visit(a) for a in call.body.args]
+    call.body.keywords = [transformer.visit(k) for k in call.body.keywords]
+    if transformer.errors:
+        rule = transformer.rules[0] if transformer.rules else "construct"
+        return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
+    ast.fix_missing_locations(call)
+    return CompiledInput(", ".join(parts), compile(call, "<input>", "eval"), in_program_scope=True)

@@ -1,0 +1,412 @@
+"""Sandbox worker: a zygote that runs batches of program runs in forked, hardened children.
+
+Sandbox side, standard library only; started by `runner.py` as
+`python -S -B -m selfplay.executor.worker` inside bubblewrap with a fixed PYTHONHASHSEED.
+
+Start-up: read the settings frame, import the allowed modules (`guards.prepare`), apply the
+worker's OS layers (`hardening.harden_worker`), report them in a ready frame. Then, for each
+batch frame: fork a child, which applies the child layers and executes runs one after another,
+each with a fresh namespace, writing one result line per run. The zygote watches the wall clock
+of the current run and kills the child when it overruns; when a child dies (killed, CPU limit,
+crash, memory), the zygote records why for the run in progress and forks a new child for the
+rest. Children are also replaced after a memory error and after `runs_per_child` runs.
+
+Time limits, per run (`cpu` seconds of CPU):
+  1. a SIGALRM poller raises `RunTimeout` into the program once it has used `cpu` seconds of
+     CPU time (precise; the child survives and goes on with the next run). It reads the
+     thread's clock: while ITIMER_PROF is armed the kernel updates the process clock only at
+     scheduler ticks, and a child cannot start threads;
+  2. if the program keeps running anyway (`finally: while True`), the next alarm ends the
+     child with exit code `EXIT_TIMEOUT`;
+  3. ITIMER_PROF kills the child at `2 * cpu + 50 ms` of CPU even inside long C calls;
+  4. the zygote kills the child at `2 * cpu + wall_slack` seconds of wall-clock time;
+  5. the trusted process kills the whole sandbox if a batch overruns (see `runner.py`).
+
+Frames are a 4-byte big-endian length and a payload: `marshal` from the trusted side (trusted
+data only), JSON towards it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import decimal
+import gc
+import json
+import marshal
+import os
+import select
+import signal
+import struct
+import sys
+import time
+
+from selfplay.executor import guards, hardening, values
+
+EXIT_TIMEOUT = 124
+EXIT_MEMORY = 125
+_HEADER = struct.Struct(">I")
+
+
+# ---------------------------------------------------------------------------------------------
+# frames
+
+
+def read_exact(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, left)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> bytes | None:
+    header = read_exact(fd, _HEADER.size)
+    if header is None:
+        return None
+    return read_exact(fd, _HEADER.unpack(header)[0])
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    data = _HEADER.pack(len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+# ---------------------------------------------------------------------------------------------
+# one run, inside a child
+
+
+class _Alarm:
+    """The SIGALRM CPU-time poller of one run (limits 1 and 2 above)."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.fired = False
+        self.start = 0.0
+        self.limit = 0.0
+
+    def arm(self, cpu_limit: float) -> None:
+        self.limit, self.fired = cpu_limit, False
+        self.start = time.thread_time()
+        self.armed = True
+        signal.setitimer(signal.ITIMER_PROF, 2 * cpu_limit + 0.05)
+        signal.setitimer(signal.ITIMER_REAL, cpu_limit)
+
+    def disarm(self) -> float:
+        self.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        return time.thread_time() - self.start
+
+    def on_signal(self, signum, frame) -> None:
+        if not self.armed:
+            return
+        used = time.thread_time() - self.start
+        if used < self.limit:
+            signal.setitimer(signal.ITIMER_REAL, max(self.limit - used, 0.0005))
+            return
+        if self.fired:
+            os._exit(EXIT_TIMEOUT)
+        self.fired = True
+        signal.setitimer(signal.ITIMER_REAL, max(self.limit * 0.5, 0.005))
+        raise guards.RunTimeout()
+
+
+_ALARM = _Alarm()
+
+
+def _describe(err: BaseException) -> tuple[str, str]:
+    """(reason, detail) for an exception that ended a run."""
+    if isinstance(err, guards.RunTimeout):
+        return "timeout", "CPU time limit reached"
+    if isinstance(err, guards.PolicyError):
+        return f"policy:{err.rule}", str(err)[:200]
+    if isinstance(err, MemoryError):
+        return "memory", "memory limit reached"
+    if isinstance(err, values.ValueRejected):
+        return err.reason, str(err)[:200]
+    name = type(err).__name__
+    name = "".join(c for c in name if c.isalnum() or c == "_")[:60] or "Exception"
+    try:
+        detail = str(err)[:200]
+    except BaseException:  # a program's exception whose __str__ fails
+        detail = ""
+    return f"crash:{name}", detail
+
+
+def _collect_args(*args, **kwargs) -> tuple:
+    return args, kwargs
+
+
+_LITERAL_ENV = dict(guards.LITERAL_NAMES, _args_=_collect_args)
+
+
+def execute(code, call, in_program_scope: bool, cpu_limit: float, limits: values.Limits) -> list:
+    """Run `f(<input>)` of one program once; returns [ok, output, reason, detail, cpu]."""
+    namespace = guards.run_globals()
+    namespace["_args_"] = _collect_args
+    decimal.setcontext(decimal.Context())
+    output = reason = detail = None
+    _ALARM.arm(cpu_limit)
+    try:
+        exec(code, namespace)
+        entry = namespace.get("f")
+        if not callable(entry):
+            reason, detail = "no_f", "the program does not define a callable f"
+        else:
+            args, kwargs = eval(call, namespace if in_program_scope else dict(_LITERAL_ENV))
+            output = values.canonical(entry(*args, **kwargs), limits)
+        namespace.clear()
+    except BaseException as err:  # the program's failure is a result, not an error
+        output = None
+        reason, detail = _describe(err)
+        namespace.clear()
+    finally:
+        cpu = _ALARM.disarm()
+    if output is None:
+        return [False, None, reason, detail or "", cpu]
+    return [True, output, "ok", "", cpu]
+
+
+def child_main(out_fd: int, job: dict, codes: list, calls: list, order: list[int]) -> None:
+    """Body of a forked child: harden, then run `order` and write one line per run."""
+    try:
+        hardening.harden_child(job["memory_bytes"], job["cpu_budget_s"])
+    except BaseException as err:  # cannot confine: refuse to run anything
+        os.write(out_fd, (json.dumps(["setup", repr(err)[:300]]) + "\n").encode())
+        os._exit(1)
+    signal.signal(signal.SIGALRM, _ALARM.on_signal)
+    limits = values.Limits(*job["limits"])
+    skip_group = None
+    for index in order:
+        prog, _, in_scope, cpu_limit, _, group = job["runs"][index]
+        if group is not None and group == skip_group:
+            line = [
+                index,
+                False,
+                None,
+                "timeout",
+                "skipped after a timeout in the same answer",
+                0.0,
+            ]
+        else:
+            line = [index, *execute(codes[prog], calls[index], in_scope, cpu_limit, limits)]
+            if line[3] == "timeout":
+                skip_group = group
+        os.write(out_fd, (json.dumps(line) + "\n").encode())
+        if line[3] == "memory":
+            os._exit(0)  # start the next run in a fresh process
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the zygote
+
+
+def _death_reason(status: int, killed: bool) -> tuple[str, str]:
+    if killed:
+        return "timeout", "wall-clock limit reached"
+    if os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+        if code == EXIT_TIMEOUT:
+            return "timeout", "CPU time limit reached (exception suppressed)"
+        if code == EXIT_MEMORY:
+            return "memory", "memory limit reached"
+        return "crash:exit", f"process exited with status {code}"
+    sig = os.WTERMSIG(status)
+    if sig in (signal.SIGPROF, signal.SIGXCPU, signal.SIGALRM):
+        return "timeout", "CPU time limit reached inside a native call"
+    if sig == signal.SIGKILL:
+        return "memory", "killed by the kernel (out of memory)"
+    return "crash:signal", f"killed by signal {signal.Signals(sig).name}"
+
+
+class _ChildReader:
+    """Line reader over the child's pipe with a deadline per read."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.eof = False
+
+    def next_line(self, deadline: float) -> bytes | None:
+        while b"\n" not in self.buffer:
+            if self.eof:
+                return None
+            timeout = deadline - time.monotonic()
+            if timeout <= 0 or not select.select([self.fd], [], [], timeout)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                self.eof = True
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+
+def run_batch(job: dict) -> list:
+    """Execute every run of `job`, forking children as needed; returns one entry per run."""
+    codes = [marshal.loads(c) for c in job["programs"]]
+    calls = [marshal.loads(run[1]) for run in job["runs"]]
+    runs = job["runs"]
+    results: list = [None] * len(runs)
+    pending = list(range(len(runs)))
+    per_child = max(1, job["runs_per_child"])
+    while pending:
+        order, pending = pending[:per_child], pending[per_child:]
+        leftover = _run_child(job, codes, calls, order, results)
+        pending = leftover + pending
+    return results
+
+
+def _run_child(job: dict, codes: list, calls: list, order: list[int], results: list) -> list[int]:
+    """Fork one child for `order`; record its results; return the runs it did not get to."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            child_main(write_fd, job, codes, calls, order)
+        finally:
+            os._exit(1)
+    os.close(write_fd)
+    reader = _ChildReader(read_fd)
+    runs, position, killed, broken = job["runs"], 0, False, False
+    start_allowance = job["start_allowance_s"]
+    try:
+        while position < len(order):
+            _, _, _, cpu_limit, wall_slack, _ = runs[order[position]]
+            deadline = time.monotonic() + 2 * cpu_limit + wall_slack + start_allowance
+            line = reader.next_line(deadline)
+            start_allowance = 0.0
+            if line is None:
+                break
+            entry = _parse_child_line(line, order[position])
+            if entry is None:
+                broken = True
+                break
+            results[order[position]] = entry
+            position += 1
+    finally:
+        if not reader.eof:
+            os.kill(pid, signal.SIGKILL)
+            killed = position < len(order) and not broken
+        os.close(read_fd)
+        _, status = os.waitpid(pid, 0)
+    if position == len(order):
+        return []
+    index = order[position]
+    if broken:
+        reason, detail = "crash:protocol", "the sandboxed process wrote an unreadable result"
+    elif not killed and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and position > 0:
+        return order[position:]  # the child retired itself (after a memory error)
+    else:
+        reason, detail = _death_reason(status, killed)
+    cpu = runs[index][3] if reason == "timeout" else 0.0
+    results[index] = [index, False, None, reason, detail, cpu]
+    rest, group = order[position + 1 :], runs[index][5]
+    if reason == "timeout" and group is not None:
+        for i in rest:
+            if runs[i][5] == group:
+                results[i] = [
+                    i,
+                    False,
+                    None,
+                    "timeout",
+                    "skipped after a timeout in the same answer",
+                    0.0,
+                ]
+        rest = [i for i in rest if runs[i][5] != group]
+    return rest
+
+
+def _parse_child_line(line: bytes, expected_index: int) -> list | None:
+    """A result line from a child (which runs model code, so it is checked, not trusted)."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(entry, list) and entry and entry[0] == "setup":
+        raise RuntimeError(f"the sandbox child could not apply its limits: {entry[1:]}")
+    if not (isinstance(entry, list) and len(entry) == 6 and entry[0] == expected_index):
+        return None
+    return entry
+
+
+def probe_child(job: dict) -> dict:
+    """Fork a hardened child that tries what the layers forbid; see `hardening.probe`."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            hardening.harden_child(job["memory_bytes"], 5)
+            report = hardening.probe()
+        except BaseException as err:
+            report = {"probe": f"failed: {type(err).__name__}: {err}"}
+        os.write(write_fd, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write_fd)
+    reader = _ChildReader(read_fd)
+    deadline = time.monotonic() + 10
+    while not reader.eof and time.monotonic() < deadline:
+        if select.select([read_fd], [], [], 1)[0]:
+            chunk = os.read(read_fd, 1 << 16)
+            reader.eof = not chunk
+            reader.buffer += chunk
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(reader.buffer or b"{}")
+    except ValueError:
+        return {"probe": "the probe child died before reporting (a layer is missing)"}
+
+
+def _prepare_process() -> None:
+    guards.prepare()
+    # Codecs load lazily from disk, which a hardened child cannot read: load them all now.
+    import encodings
+    import pkgutil
+
+    for module in pkgutil.iter_modules(encodings.__path__):
+        with contextlib.suppress(LookupError):  # helper modules (aliases, ...) are no codecs
+            codecs.lookup(module.name)
+    import _strptime  # noqa: F401  (datetime.strptime imports it lazily)
+
+
+def main() -> None:
+    in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
+    settings = marshal.loads(read_frame(in_fd))
+    _prepare_process()
+    base_vm = hardening.address_space_in_use()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    layers = hardening.harden_worker(settings["layers"])
+    os.dup2(devnull, 2)  # nothing the sandbox prints reaches the trusted side's pipes
+    os.close(devnull)
+    gc.collect()
+    gc.freeze()  # forked children then leave the zygote's objects (and their pages) alone
+    ready = {"ready": True, "layers": layers, "base_vm": base_vm, "pid": os.getpid()}
+    write_frame(out_fd, json.dumps(ready).encode())
+    while True:
+        frame = read_frame(in_fd)
+        if frame is None:
+            return
+        kind, job = marshal.loads(frame)
+        job["memory_bytes"] = base_vm + job["memory_bytes"] if base_vm else 0
+        try:
+            if kind == "batch":
+                reply = {"results": run_batch(job)}
+            else:
+                reply = {"probe": probe_child(job)}
+        except Exception as err:  # our own failure: report it, then stop
+            write_frame(out_fd, json.dumps({"error": f"{type(err).__name__}: {err}"}).encode())
+            raise
+        write_frame(out_fd, json.dumps(reply).encode())
+
+
+if __name__ == "__main__":
+    main()

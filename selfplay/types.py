@@ -1,0 +1,81 @@
+"""Records passed between the stages of a step: frozen dataclasses, never dicts of lists.
+
+Values inside records (inputs, outputs) are text: an input is the argument text inside
+`f(...)`, normalised by the executor; an output is canonical text (see
+`selfplay.executor.values`). The trusted side never turns them back into objects except
+through the executor's literal parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+TaskType = Literal["deduction", "abduction", "induction"]
+TASK_TYPES: tuple[TaskType, ...] = ("deduction", "abduction", "induction")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A verified code-reasoning task.
+
+    deduction: given `program` and `inputs[0]`, predict `outputs[0]`.
+    abduction: given `program` and `outputs[0]`, predict an input that produces it.
+    induction: given the first `n_visible` input/output pairs and `message`, write a program;
+    it is checked on the remaining (hidden) pairs.
+    """
+
+    type: TaskType
+    program: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    message: str = ""
+    n_visible: int = 0
+    cpu_s: float = 0.0  # largest CPU time of one run at validation; sets verification limits
+
+    def __post_init__(self) -> None:
+        if len(self.inputs) != len(self.outputs) or not self.inputs:
+            raise ValueError("a task needs as many outputs as inputs, and at least one of each")
+        if self.type != "induction" and len(self.inputs) != 1:
+            raise ValueError(f"a {self.type} task has exactly one input/output pair")
+
+    @property
+    def input(self) -> str:
+        return self.inputs[0]
+
+    @property
+    def output(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def visible_pairs(self) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            zip(self.inputs[: self.n_visible], self.outputs[: self.n_visible], strict=True)
+        )
+
+    @property
+    def hidden_pairs(self) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            zip(self.inputs[self.n_visible :], self.outputs[self.n_visible :], strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The executor's judgement of one program run, proposed task or answer.
+
+    `ok` is False for anything the model did wrong, with `reason` saying what: `syntax`,
+    `policy:<rule>`, `no_f`, `input:<why>`, `timeout`, `memory`, `crash:<ExceptionType>`,
+    `unserializable`, `output_too_large`, `nondeterministic`, `wrong_output`, `answer:<why>`.
+    For a validation `output` is the canonical output and `input` the normalised input; for a
+    verification `score` is the fraction of checked pairs that matched (1.0 or 0.0 except for
+    induction).
+    """
+
+    ok: bool
+    reason: str = "ok"
+    output: str | None = None
+    input: str | None = None
+    score: float = 0.0
+    cpu_s: float = 0.0
+    detail: str = ""
