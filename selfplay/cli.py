@@ -1,0 +1,46 @@
+"""The `selfplay` command. Each area registers its own subcommands:
+
+  validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
+  config                every configuration field with its documentation
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from selfplay import config as config_module
+from selfplay.executor import commands as executor_commands
+
+
+def _config_command(args: argparse.Namespace) -> int:
+    for line in config_module.describe():
+        print(line)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="selfplay", description="A language model teaches itself to reason with code tasks."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    executor_commands.register(sub)
+    p = sub.add_parser("config", help="list every configuration field")
+    p.set_defaults(handler=_config_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from selfplay.config import ConfigError
+    from selfplay.executor.runner import SandboxError, SandboxUnavailable
+
+    try:
+        return args.handler(args)
+    except (ConfigError, SandboxUnavailable, SandboxError, OSError) as err:
+        print(f"selfplay {args.command}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
