@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from selfplay.executor.modules import OPTIONAL_MODULES
+
 __all__ = [
     "knob",
     "ExecutorConfig",
@@ -70,6 +72,9 @@ class ExecutorConfig:
     max_value_depth: int = knob(32, "deepest nesting of an input, output or answer")
     max_value_items: int = knob(10_000, "most items in one input, output or answer")
     max_int_digits: int = knob(4_300, "most digits of an int in an input, output or answer")
+    extra_modules: tuple[str, ...] = knob(
+        (), "opt-in modules for benchmark test code: random (reseeded every run), hashlib"
+    )
     hash_seed: int = knob(1, "PYTHONHASHSEED of worker 0; worker i uses hash_seed + i")
     startup_timeout_s: float = knob(30.0, "seconds a worker may take to start")
     isolation: tuple[str, ...] = knob(ISOLATION_LAYERS, "isolation layers that must be active")
@@ -83,6 +88,11 @@ class ExecutorConfig:
             if name not in ISOLATION_LAYERS:
                 raise ConfigError(
                     f"executor: unknown isolation layer {name!r}; know {ISOLATION_LAYERS}"
+                )
+        for name in self.extra_modules:
+            if name not in OPTIONAL_MODULES:
+                raise ConfigError(
+                    f"executor.extra_modules: {name!r} is not one of {OPTIONAL_MODULES}"
                 )
         if self.workers == 1:
             raise ConfigError("executor.workers must be 0 or at least 2 (determinism needs two)")

@@ -24,13 +24,15 @@ __all__ = ["Executor"]
 
 
 @functools.lru_cache(maxsize=8192)
-def _compile(source: str, max_chars: int) -> CompiledProgram | PolicyRejection:
-    return compile_program(source, max_chars)
+def _compile(
+    source: str, max_chars: int, extra: tuple[str, ...]
+) -> CompiledProgram | PolicyRejection:
+    return compile_program(source, max_chars, extra)
 
 
 @functools.lru_cache(maxsize=8192)
-def _marshal(source: str, max_chars: int) -> bytes:
-    compiled = _compile(source, max_chars)
+def _marshal(source: str, max_chars: int, extra: tuple[str, ...]) -> bytes:
+    compiled = _compile(source, max_chars, extra)
     assert isinstance(compiled, CompiledProgram), "only compiled programs are sent to workers"
     return marshal.dumps(compiled.code)
 
@@ -101,10 +103,10 @@ class Executor:
     def compile(self, source: str) -> CompiledProgram | PolicyRejection:
         if not isinstance(source, str):
             return PolicyRejection("syntax", f"a program must be text, not {type(source).__name__}")
-        return _compile(source, self.config.max_program_chars)
+        return _compile(source, self.config.max_program_chars, self.config.extra_modules)
 
     def marshalled(self, source: str) -> bytes:
-        return _marshal(source, self.config.max_program_chars)
+        return _marshal(source, self.config.max_program_chars, self.config.extra_modules)
 
     def recanonical(self, text: str | None) -> str | None:
         """Canonical text re-derived from what a worker wrote (workers are not trusted)."""

@@ -12,8 +12,8 @@ Together with the static checks they enforce:
   internals; no `mro` (it reaches `BaseException`); no `str.format` field traversal;
 * private (`_x`) attributes only on objects the program itself created;
 * writes only to the program's own objects and to plain containers (list, dict, deque, ...);
-* imports only from an allow-list, served as read-only proxies holding functions, classes and
-  immutable constants; never a real module object (any attribute that would return one fails);
+* imports only from an allow-list, served as read-only proxies (see `modules.py`); never a
+  real module object (any attribute that would return one fails);
 * no sources of nondeterminism (`random`, `time`, `id`, `datetime.now` ...), no `eval`, `exec`,
   `compile`, `open`, `input`, `globals`, `vars`, `dir`, `breakpoint`;
 * `BaseException` is an alias of `Exception` and a bare `except:` means `except Exception:`,
@@ -31,7 +31,7 @@ import string
 import types
 from collections.abc import Callable
 
-__all__ = ["SANDBOX_MODULE", "PolicyError", "RunTimeout", "run_globals", "ALLOWED_MODULES"]
+__all__ = ["SANDBOX_MODULE", "PolicyError", "RunTimeout", "guarded_getattr", "namespace_template"]
 
 #: `__name__` of the program's namespace; classes and functions it defines carry it in
 #: `__module__`, which is how guards tell the program's own objects from library objects.
@@ -274,132 +274,19 @@ def _build_builtins(import_fn: Callable) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Modules
-
-#: Allowed modules and the public names refused in each.
-ALLOWED_MODULES: dict[str, frozenset[str]] = {
-    "math": frozenset(),
-    "cmath": frozenset(),
-    "itertools": frozenset(),
-    "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # eval annotations
-    "operator": frozenset(),
-    "collections": frozenset(),
-    "collections.abc": frozenset(),
-    "heapq": frozenset(),
-    "bisect": frozenset(),
-    "re": frozenset(),
-    "string": frozenset({"Formatter"}),  # get_field walks attributes unguarded
-    "fractions": frozenset(),
-    "decimal": frozenset({"DefaultContext", "BasicContext", "ExtendedContext"}),
-    "statistics": frozenset(),
-    "numbers": frozenset(),
-    "typing": frozenset({"get_type_hints", "ForwardRef", "get_overloads", "clear_overloads"}),
-    "dataclasses": frozenset({"make_dataclass"}),
-    "enum": frozenset(),
-    "abc": frozenset(),
-    "copy": frozenset(),
-    "json": frozenset(),
-    "array": frozenset(),
-    "textwrap": frozenset(),
-    "unicodedata": frozenset(),
-    "datetime": frozenset(),
-    "queue": frozenset(),
-    "string.templatelib": frozenset(),
-    "__future__": frozenset(),  # compile-time flags such as `annotations`
-}
-
-_IMMUTABLE_SCALARS = (int, float, complex, str, bytes, bool, type(None))
-
-
-def _is_constant(value: object) -> bool:
-    if isinstance(value, _IMMUTABLE_SCALARS):
-        return True
-    if type(value) in (tuple, frozenset):
-        return all(_is_constant(v) for v in value)
-    return False
-
-
-def _proxy_value(module_name: str, value: object) -> bool:
-    """Whether a public module attribute may appear on the proxy.
-
-    Functions, classes and immutable constants may; mutable module state (dicts, lists, default
-    contexts) may not, so that one run cannot leave state behind for the next run in the same
-    process. Enum members (`re.IGNORECASE`) and typing constructs are immutable as well.
-    """
-    if isinstance(value, types.ModuleType):
-        return False
-    if callable(value) or _is_constant(value):
-        return True
-    import enum
-
-    return isinstance(value, enum.Enum) or module_name in ("typing", "__future__")
-
-
-def _attrgetter(*names: str):
-    """`operator.attrgetter` whose lookups go through the guards."""
-    for name in names:
-        if type(name) is not str:
-            raise TypeError("attribute name must be a string")
-
-    def get(obj):
-        out = []
-        for name in names:
-            value = obj
-            for part in name.split("."):
-                value = guarded_getattr(value, part)
-            out.append(value)
-        return out[0] if len(out) == 1 else tuple(out)
-
-    return get
-
-
-def _methodcaller(name: str, /, *args, **kwargs):
-    """`operator.methodcaller` whose lookup goes through the guards."""
-    if type(name) is not str:
-        raise TypeError("method name must be a string")
-    return lambda obj: guarded_getattr(obj, name)(*args, **kwargs)
-
-
-_REPLACEMENTS = {
-    ("operator", "attrgetter"): _attrgetter,
-    ("operator", "methodcaller"): _methodcaller,
-}
-
-
-def _build_proxies() -> dict[str, types.ModuleType]:
-    import importlib
-
-    proxies: dict[str, types.ModuleType] = {}
-    for name, refused in ALLOWED_MODULES.items():
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # e.g. string.templatelib before Python 3.14
-            continue
-        proxy = types.ModuleType(name, getattr(module, "__doc__", None))
-        for attr in dir(module):
-            if attr.startswith("_") or attr in refused:
-                continue
-            value = _REPLACEMENTS.get((name, attr), getattr(module, attr))
-            if _proxy_value(name, value):
-                setattr(proxy, attr, value)
-        proxies[name] = proxy
-    for name, proxy in proxies.items():  # submodules as attributes of their parents
-        parent, _, child = name.rpartition(".")
-        if parent in proxies:
-            setattr(proxies[parent], child, proxy)
-    return proxies
-
+# Tables filled in by `modules.prepare` once the library modules are imported
 
 #: `datetime.date.today()` and friends: deterministic within a day, so the two validation runs
-#: agree and only a later verification would disagree. Filled in by `_init_library_tables`.
+#: would agree and only a later verification would disagree.
 _CLOCK_METHODS = frozenset({"now", "today", "utcnow"})
 _CLOCK_CLASSES: tuple = ()
 _WRITABLE_TYPES: set = {list, dict, bytearray, set}
-_PROXIES: dict[str, types.ModuleType] = {}
+#: The module proxies; any other module object is refused by `guarded_getattr`.
 _PROXY_SET: set = set()
 
 
-def _init_library_tables() -> None:
+def init_library_tables(proxies) -> None:
+    """Record the library types the guards need; `proxies` are the allowed module proxies."""
     global _CLOCK_CLASSES
     import array
     import collections
@@ -411,53 +298,25 @@ def _init_library_tables() -> None:
          collections.Counter, array.array, decimal.Context}
     )  # fmt: skip
     _CLOCK_CLASSES = (datetime.date,)  # datetime.datetime is a subclass
+    _PROXY_SET.update(proxies)
 
 
-def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    """`__import__` for the sandbox: allowed modules only, served as proxies."""
-    if level != 0:
-        raise ImportError("relative imports are not allowed")
-    if name not in _PROXIES:
-        raise PolicyError("import", f"import of {name!r} is not allowed")
-    if fromlist:
-        proxy = _PROXIES[name]
-        for item in fromlist:
-            if not hasattr(proxy, item):
-                raise ImportError(f"cannot import name {item!r} from {name!r}")
-        return proxy
-    return _PROXIES[name.partition(".")[0]]
-
-
-_TEMPLATE: dict = {}
-
-
-def prepare() -> None:
-    """Import the allowed modules and build the tables; call once per worker, before forking."""
-    if _TEMPLATE:
-        return
-    _init_library_tables()
-    _PROXIES.update(_build_proxies())
-    _PROXY_SET.update(_PROXIES.values())
-    _TEMPLATE.update(
-        __builtins__=_build_builtins(guarded_import),
-        __name__=SANDBOX_MODULE,
-        __metaclass__=type,
-        _getattr_=guarded_getattr,
-        _getitem_=operator.getitem,
-        _getiter_=iter,
-        _write_=guarded_write,
-        _inplacevar_=inplacevar,
-        _iter_unpack_sequence_=guarded_iter_unpack_sequence,
-        _unpack_sequence_=guarded_unpack_sequence,
-        _apply_=_apply,
-        _print_=PrintSink,
-    )
-
-
-def run_globals() -> dict:
-    """A fresh namespace for one run of one program."""
-    prepare()
-    return dict(_TEMPLATE)
+def namespace_template(import_fn: Callable) -> dict:
+    """The names RestrictedPython's rewritten code expects, and the safe builtins."""
+    return {
+        "__builtins__": _build_builtins(import_fn),
+        "__name__": SANDBOX_MODULE,
+        "__metaclass__": type,
+        "_getattr_": guarded_getattr,
+        "_getitem_": operator.getitem,
+        "_getiter_": iter,
+        "_write_": guarded_write,
+        "_inplacevar_": inplacevar,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_apply_": _apply,
+        "_print_": PrintSink,
+    }
 
 
 #: Names the call expression `f(<input>)` may use for literal spellings.

@@ -40,12 +40,8 @@ from RestrictedPython.transformer import (
 )
 
 from selfplay.executor import values
-from selfplay.executor.guards import (
-    ALLOWED_MODULES,
-    DENIED_PUBLIC_ATTRIBUTES,
-    FORBIDDEN_BUILTINS,
-    SAFE_DUNDERS,
-)
+from selfplay.executor.guards import DENIED_PUBLIC_ATTRIBUTES, FORBIDDEN_BUILTINS, SAFE_DUNDERS
+from selfplay.executor.modules import import_refusal
 
 __all__ = [
     "CompiledProgram",
@@ -99,8 +95,9 @@ class PolicyRejection:
 class SandboxTransformer(RestrictingNodeTransformer):
     """RestrictedPython's transformer with the relaxations and additions listed above."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, extra_modules: tuple[str, ...] = (), **kwargs):
         super().__init__(*args, **kwargs)
+        self.extra_modules = extra_modules
         self.rules: list[str] = []
         self._class_depth = 0
         self._bound_names: set[str] = set()
@@ -147,6 +144,16 @@ class SandboxTransformer(RestrictingNodeTransformer):
         ):
             return node
         return super().visit_Name(node)
+
+    def visit_Call(self, node: ast.Call):
+        func = node.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("eval", "exec")
+            and func.id not in self._bound_names
+        ):
+            self.deny(node, "forbidden_name", f'"{func.id}" is not available')
+        return super().visit_Call(node)
 
     def visit_Nonlocal(self, node: ast.Nonlocal):
         for name in node.names:
@@ -238,14 +245,16 @@ class SandboxTransformer(RestrictingNodeTransformer):
     # -- imports -----------------------------------------------------------------------------
 
     def check_import_names(self, node):
-        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
-        for module in modules:
-            if getattr(node, "level", 0) or module not in ALLOWED_MODULES:
-                self.deny(node, "import", f'import of "{module}" is not allowed')
-            elif isinstance(node, ast.ImportFrom):
-                refused = [a.name for a in node.names if a.name in ALLOWED_MODULES[module]]
-                if refused:
-                    self.deny(node, "import", f'"{module}.{refused[0]}" is not allowed')
+        if isinstance(node, ast.Import):
+            requests = [(alias.name, []) for alias in node.names]
+        else:
+            requests = [(node.module or "", [alias.name for alias in node.names])]
+        for module, names in requests:
+            refusal = import_refusal(module, names, self.extra_modules)
+            if getattr(node, "level", 0):
+                refusal = "relative imports are not allowed"
+            if refusal:
+                self.deny(node, "import", refusal)
         return super().check_import_names(node)
 
     # -- match statements --------------------------------------------------------------------
@@ -355,7 +364,9 @@ def _top_level_names(statements: list[ast.stmt]) -> set[str]:
     return names
 
 
-def compile_program(source: str, max_chars: int = 20_000) -> CompiledProgram | PolicyRejection:
+def compile_program(
+    source: str, max_chars: int = 20_000, extra_modules: tuple[str, ...] = ()
+) -> CompiledProgram | PolicyRejection:
     """Check and compile one program; never raises for anything the program contains."""
     if len(source) > max_chars:
         return PolicyRejection("program_too_large", f"program longer than {max_chars} characters")
@@ -365,7 +376,7 @@ def compile_program(source: str, max_chars: int = 20_000) -> CompiledProgram | P
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
     if ENTRY_POINT not in _top_level_names(tree.body):
         return PolicyRejection("no_f", f"the program does not define {ENTRY_POINT!r}")
-    transformer = SandboxTransformer()
+    transformer = SandboxTransformer(extra_modules=extra_modules)
     transformer._bound_names = _bound_names(tree)
     try:
         tree = transformer.visit(tree)

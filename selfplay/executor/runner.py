@@ -129,7 +129,10 @@ class _Worker:
             close_fds=True,
         )
         self.buffer = b""
-        settings = {"layers": [layer for layer in LAYERS if layer in self.config.isolation]}
+        settings = {
+            "layers": [layer for layer in LAYERS if layer in self.config.isolation],
+            "extra_modules": list(self.config.extra_modules),
+        }
         self.send(marshal.dumps(settings))
 
     def send(self, payload: bytes) -> None:

@@ -3,7 +3,7 @@
 Sandbox side, standard library only; started by `runner.py` as
 `python -S -B -m selfplay.executor.worker` inside bubblewrap with a fixed PYTHONHASHSEED.
 
-Start-up: read the settings frame, import the allowed modules (`guards.prepare`), apply the
+Start-up: read the settings frame, import the allowed modules (`modules.prepare`), apply the
 worker's OS layers (`hardening.harden_worker`), report them in a ready frame. Then, for each
 batch frame: fork a child, which applies the child layers and executes runs one after another,
 each with a fresh namespace, writing one result line per run. The zygote watches the wall clock
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import decimal
 import gc
 import json
 import marshal
@@ -41,7 +40,7 @@ import struct
 import sys
 import time
 
-from selfplay.executor import guards, hardening, values
+from selfplay.executor import guards, hardening, modules, values
 
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
@@ -147,9 +146,9 @@ _LITERAL_ENV = dict(guards.LITERAL_NAMES, _args_=_collect_args)
 
 def execute(code, call, in_program_scope: bool, cpu_limit: float, limits: values.Limits) -> list:
     """Run `f(<input>)` of one program once; returns [ok, output, reason, detail, cpu]."""
-    namespace = guards.run_globals()
+    namespace = modules.run_globals()
     namespace["_args_"] = _collect_args
-    decimal.setcontext(decimal.Context())
+    modules.reset_run_state()
     output = reason = detail = None
     _ALARM.arm(cpu_limit)
     try:
@@ -366,8 +365,8 @@ def probe_child(job: dict) -> dict:
         return {"probe": "the probe child died before reporting (a layer is missing)"}
 
 
-def _prepare_process() -> None:
-    guards.prepare()
+def _prepare_process(extra_modules: tuple[str, ...]) -> None:
+    modules.prepare(extra_modules)
     # Codecs load lazily from disk, which a hardened child cannot read: load them all now.
     import encodings
     import pkgutil
@@ -381,7 +380,7 @@ def _prepare_process() -> None:
 def main() -> None:
     in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
     settings = marshal.loads(read_frame(in_fd))
-    _prepare_process()
+    _prepare_process(tuple(settings["extra_modules"]))
     base_vm = hardening.address_space_in_use()
     devnull = os.open(os.devnull, os.O_WRONLY)
     layers = hardening.harden_worker(settings["layers"])

@@ -1,0 +1,65 @@
+"""Where the external data sets live and how to read them.
+
+The data sets (CRUXEval, HumanEval, MBPP, MATH-500, GSM8K, AZR seed pools) are never copied
+into the project. They are read from `$SELFPLAY_DATA`, or by default from `shared/data` beside
+the repository (`<repo>/../shared/data`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_ENV = "SELFPLAY_DATA"
+
+
+def data_root() -> Path:
+    """The folder holding one sub-folder per data set."""
+    override = os.environ.get(DATA_ENV)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a JSONL file that is not a JSON object."""
+
+    line: int
+    error: str
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | BadLine]]:
+    """(line number, record) per non-blank line; a broken line yields a `BadLine`, not an error.
+
+    Reads `.gz` files transparently.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as err:
+                yield number, BadLine(number, f"not JSON: {err}")
+                continue
+            if isinstance(record, dict):
+                yield number, record
+            else:
+                yield number, BadLine(number, "a record must be a JSON object")
+
+
+def records(path: str | Path) -> list[dict]:
+    """All records of a JSONL file; raises `ValueError` naming the first broken line."""
+    out = []
+    for number, record in read_jsonl(path):
+        if isinstance(record, BadLine):
+            raise ValueError(f"{path}:{number}: {record.error}")
+        out.append(record)
+    return out
