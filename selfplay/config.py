@@ -77,6 +77,9 @@ class ExecutorConfig:
     )
     hash_seed: int = knob(1, "PYTHONHASHSEED of worker 0; worker i uses hash_seed + i")
     startup_timeout_s: float = knob(30.0, "seconds a worker may take to start")
+    batch_grace_s: float = knob(
+        10.0, "a worker whose batch overruns the sum of its runs' limits by this is killed"
+    )
     isolation: tuple[str, ...] = knob(ISOLATION_LAYERS, "isolation layers that must be active")
     accept_missing: tuple[str, ...] = knob(
         (), "layers of `isolation` a run may go without when the machine lacks them"

@@ -85,9 +85,10 @@ class Executor:
         """Status of each isolation layer, as the workers reported it."""
         return dict(self.pool.layers)
 
-    def probe(self) -> dict[str, str]:
-        """Escape attempts from trusted code in a hardened child, and how each was refused."""
-        return self.pool.probe()
+    def probe(self, paths: Sequence[str] = ()) -> dict[str, str]:
+        """Escape attempts from trusted code in a hardened child, and how each was refused;
+        `paths` are trusted-side files it should try (and fail) to read."""
+        return self.pool.probe(list(paths))
 
     def close(self) -> None:
         self.pool.close()

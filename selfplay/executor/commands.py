@@ -20,6 +20,7 @@ import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from selfplay import config as config_module
 from selfplay.executor import values
@@ -32,6 +33,7 @@ BATCH = 1024
 class _Malformed:
     line: int
     detail: str
+    id: object = None  # the record's own id, when it is an object that has one
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -105,7 +107,13 @@ def _emit(obj: dict) -> None:
 
 def _malformed(bad: _Malformed, keys: dict) -> dict:
     print(f"line {bad.line}: malformed record: {bad.detail}", file=sys.stderr)
-    return {**keys, "reason": "malformed_record", "line": bad.line, "detail": bad.detail}
+    return {
+        **keys,
+        "id": bad.id,
+        "reason": "malformed_record",
+        "line": bad.line,
+        "detail": bad.detail,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +146,7 @@ def _validate_batch(executor, batch, mode: str) -> None:
             given = _text(record, "output", required=False)
             parsed.append((record.get("id"), program, _text(record, "input"), given))
         except ValueError as err:
-            parsed.append(_Malformed(number, str(err)))
+            parsed.append(_Malformed(number, str(err), record.get("id")))
     cases = [(p[1], p[2]) for p in parsed if not isinstance(p, _Malformed)]
     verdicts = iter(executor.validate(cases, inputs=mode))
     empty = {"id": None, "valid": False, "output": None, "matches_given_output": None}
@@ -180,7 +188,7 @@ def _examples(args: argparse.Namespace) -> int:
         print(f"sandbox ready in {ready:.2f} s with {executor.pool.size} workers")
         for layer, status in executor.isolation.items():
             print(f"  {layer:<11} {status}")
-        probe = executor.probe()
+        probe = executor.probe([str(Path.home())])
         print("  escape attempts from inside a hardened worker: "
               + ", ".join(f"{k} {v}" for k, v in probe.items()))  # fmt: skip
         t0 = time.perf_counter()
@@ -283,7 +291,7 @@ def _verify_batch(executor, batch, mode: str) -> None:
         try:
             items.append(record if isinstance(record, _Malformed) else _parse_verify(record))
         except ValueError as err:
-            items.append(_Malformed(number, str(err)))
+            items.append(_Malformed(number, str(err), record.get("id")))
     records = [item for item in items if isinstance(item, _VerifyRecord)]
     cases = [_cases_of(rec) for rec in records]
     flat = executor.validate([c for group in cases for c in group], inputs=mode)

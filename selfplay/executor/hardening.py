@@ -240,17 +240,21 @@ def harden_child(address_space_bytes: int, cpu_seconds: int) -> None:
     """Called in each forked batch child before any model code runs; raises on failure."""
     if address_space_bytes > 0:
         _set_limit(resource.RLIMIT_AS, address_space_bytes)
-    _set_limit(resource.RLIMIT_CPU, max(1, int(cpu_seconds) + 1))
+    # soft < hard: the soft limit arrives as SIGXCPU (reported as a timeout); at soft == hard the
+    # kernel would send SIGKILL, indistinguishable from the out-of-memory killer.
+    soft = max(1, int(cpu_seconds) + 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 2))
     if _CHILD_FILTER is not None:
         _CHILD_FILTER.load()
 
 
-def probe() -> dict[str, str]:
+def probe(paths: list[str]) -> dict[str, str]:
     """Try what the layers forbid, from trusted code inside a hardened child.
 
-    Returns {attempt: outcome}; an outcome of "allowed" means a layer is missing. Used at
-    start-up (and by the tests) to show that the operating system, not only the policy, stops
-    each attempt.
+    Returns {attempt: outcome}; an outcome of "allowed" means a layer is missing. `paths` are
+    files of the trusted side to try to read (a secret, the home folder). Used by `selfplay
+    validate --examples` and by the tests to show that the operating system, not only the
+    policy, stops each attempt.
     """
 
     def attempt(fn) -> str:
@@ -274,4 +278,6 @@ def probe() -> dict[str, str]:
         "exec": attempt(lambda: os.execv("/usr/bin/true", ["true"])),
         "fork": attempt(fork_and_reap),
         "kill_parent": attempt(lambda: os.kill(os.getppid(), 0)),
+        **{f"read {path}": attempt(lambda p=path: open(p, "rb").close()) for path in paths},
+        "environment": " ".join(sorted(os.environ)) or "empty",
     }

@@ -354,7 +354,7 @@ def _top_level_names(statements: list[ast.stmt]) -> set[str]:
     """Names bound by module-level statements, looking into `if`/`try`/`with`, not into defs."""
     names: set[str] = set()
     for stmt in statements:
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(stmt.name)
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
             names |= _bound_names(stmt)
@@ -386,7 +386,7 @@ def compile_program(
         rule = transformer.rules[0] if transformer.rules else "construct"
         return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
     try:
-        code = compile(tree, "<program>", "exec")
+        code = compile(tree, "<program>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
     return CompiledProgram(code=code, source=source)
@@ -404,7 +404,7 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
         except values.ValueRejected as err:
             why = "too_large" if isinstance(err, values.TooLarge) else "not_literal"
             return PolicyRejection(f"input:{why}", str(err))
-        code = compile(f"_args_({normalised})", "<input>", "eval")
+        code = compile(f"_args_({normalised})", "<input>", "eval", dont_inherit=True)
         return CompiledInput(normalised, code, in_program_scope=False)
     if mode != "expression":
         raise ValueError(f"unknown input mode {mode!r}; known: {INPUT_MODES}")
@@ -432,4 +432,5 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
         rule = transformer.rules[0] if transformer.rules else "construct"
         return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
     ast.fix_missing_locations(call)
-    return CompiledInput(", ".join(parts), compile(call, "<input>", "eval"), in_program_scope=True)
+    code = compile(call, "<input>", "eval", dont_inherit=True)
+    return CompiledInput(", ".join(parts), code, in_program_scope=True)

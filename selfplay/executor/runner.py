@@ -262,10 +262,12 @@ class WorkerPool:
             )
         return layers
 
-    def probe(self) -> dict[str, str]:
+    def probe(self, paths: list[str] = ()) -> dict[str, str]:
         """What a hardened child is refused when it tries to escape (see `hardening.probe`)."""
-        worker = self.workers[0]
-        worker.send(marshal.dumps(("probe", self._job_settings())))
+        worker = self._live(0)
+        job = self._job_settings()
+        job["paths"] = list(paths)
+        worker.send(marshal.dumps(("probe", job)))
         frame = worker.wait_frame(30, 1 << 16)
         if frame is None:
             raise SandboxError("the probe did not answer")
@@ -299,7 +301,7 @@ class WorkerPool:
             job["cpu_budget_s"] = sum(r.cpu_s for r in runs) * 2 + 1
             worker.send(marshal.dumps(("batch", job)))
             budget = sum(2 * r.cpu_s + self.config.wall_slack_s for r in runs)
-            deadlines[index] = time.monotonic() + budget + 10.0
+            deadlines[index] = time.monotonic() + budget + self.config.batch_grace_s
         self._collect(jobs, deadlines, results)
         return results
 

@@ -42,6 +42,7 @@ import time
 
 from selfplay.executor import guards, hardening, modules, values
 
+_DEVNULL: list[int] = []
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
 _HEADER = struct.Struct(">I")
@@ -166,13 +167,25 @@ def execute(code, call, in_program_scope: bool, cpu_limit: float, limits: values
         namespace.clear()
     finally:
         cpu = _ALARM.disarm()
+    if _ALARM.fired:  # the interrupt was raised, even if something swallowed it
+        return [False, None, "timeout", "CPU time limit reached", cpu]
     if output is None:
         return [False, None, reason, detail or "", cpu]
     return [True, output, "ok", "", cpu]
 
 
+def _keep_only(out_fd: int) -> None:
+    """Leave the child its result pipe and /dev/null on 0-2; the zygote's pipes to the trusted
+    process (its stdin and stdout) must be out of reach of the code the child runs."""
+    for fd in (0, 1, 2):
+        os.dup2(_DEVNULL[0], fd)
+    os.closerange(3, out_fd)
+    os.closerange(out_fd + 1, 1 << 16)
+
+
 def child_main(out_fd: int, job: dict, codes: list, calls: list, order: list[int]) -> None:
     """Body of a forked child: harden, then run `order` and write one line per run."""
+    _keep_only(out_fd)
     try:
         hardening.harden_child(job["memory_bytes"], job["cpu_budget_s"])
     except BaseException as err:  # cannot confine: refuse to run anything
@@ -342,9 +355,10 @@ def probe_child(job: dict) -> dict:
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
+        _keep_only(write_fd)
         try:
             hardening.harden_child(job["memory_bytes"], 5)
-            report = hardening.probe()
+            report = hardening.probe(job["paths"])
         except BaseException as err:
             report = {"probe": f"failed: {type(err).__name__}: {err}"}
         os.write(write_fd, json.dumps(report).encode())
@@ -382,10 +396,9 @@ def main() -> None:
     settings = marshal.loads(read_frame(in_fd))
     _prepare_process(tuple(settings["extra_modules"]))
     base_vm = hardening.address_space_in_use()
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    _DEVNULL.append(os.open(os.devnull, os.O_RDWR))  # opened before Landlock closes the files
     layers = hardening.harden_worker(settings["layers"])
-    os.dup2(devnull, 2)  # nothing the sandbox prints reaches the trusted side's pipes
-    os.close(devnull)
+    os.dup2(_DEVNULL[0], 2)  # nothing the sandbox prints reaches the trusted side's pipes
     gc.collect()
     gc.freeze()  # forked children then leave the zygote's objects (and their pages) alone
     ready = {"ready": True, "layers": layers, "base_vm": base_vm, "pid": os.getpid()}

@@ -1,0 +1,47 @@
+"""Configuration: defaults, recipes, dotted overrides, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.config import Config, ConfigError, ExecutorConfig, describe, load, to_dict
+
+
+def test_defaults_and_overrides(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("executor:\n  workers: 4\n  run_timeout_s: 2\n")
+    cfg = load(recipe, ["executor.run_timeout_s=0.5", "executor.accept_missing=[namespaces]"])
+    assert cfg.executor.workers == 4
+    assert cfg.executor.run_timeout_s == 0.5
+    assert cfg.executor.accept_missing == ("namespaces",)
+    assert to_dict(cfg)["executor"]["accept_missing"] == ["namespaces"]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["executor.wrokers=2"], "unknown config key executor.wrokers"),
+        (["executor.workers=two"], "executor.workers: expected int"),
+        (["executor.workers=1"], "at least 2"),
+        (["executor.isolation=[landlok]"], "unknown isolation layer"),
+        (["executor.extra_modules=[os]"], "extra_modules"),
+        (["nonsense"], "section.field=value"),
+    ],
+)
+def test_bad_configuration_is_refused_clearly(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load(None, overrides)
+
+
+def test_malformed_recipe(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("executor: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load(recipe)
+
+
+def test_every_field_is_documented():
+    lines = list(describe(Config))
+    assert any(line.strip().startswith("executor.workers (int") for line in lines)
+    assert all(not line.endswith(": ") for line in lines)
+    assert ExecutorConfig().isolation == ("namespaces", "landlock", "seccomp", "rlimits")

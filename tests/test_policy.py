@@ -1,0 +1,128 @@
+"""The static policy: what compiles, what is refused before anything runs, and with which rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.executor.policy import (
+    CompiledInput,
+    CompiledProgram,
+    PolicyRejection,
+    compile_input,
+    compile_program,
+)
+from selfplay.executor.values import Limits
+
+
+def reason(source: str) -> str:
+    result = compile_program(source)
+    return "ok" if isinstance(result, CompiledProgram) else result.reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(x: int) -> int:\n    y: int = x + 1\n    return y",
+        "def f(x):\n    match x:\n        case [a, *rest]:\n            return a\n        case {'k': v}:\n"
+        "            return v\n        case _:\n            return None",
+        "def f(d):\n    d['a'] += 1\n    d['b'] = d.get('b', 0)\n    return d",
+        "class C:\n    def __init__(self):\n        self._n = 0\n    def bump(self):\n"
+        "        self._n += 1\n        return self._n\ndef f(x):\n    return C().bump()",
+        "def f(x):\n    total = 0\n    def add(v):\n        nonlocal total\n        total += v\n"
+        "    add(x)\n    return total",
+        "def f(x):\n    _cache = {}\n    return [i ** 2 for i in range(x) if i % 2]",
+        "def f(x):\n    return f'{x!r:>10}'",
+        "from __future__ import annotations\nfrom dataclasses import dataclass\n@dataclass\n"
+        "class P:\n    x: int\ndef f(x):\n    return P(x).x",
+        "class V:\n    __slots__ = ('a',)\n    __hash__ = None\n    def __eq__(self, o):\n"
+        "        return True\n    def __lt__(self, o):\n        return False\ndef f(x):\n    return 1",
+        "def f(x):\n    try:\n        return 1 // x\n    except:\n        return None",
+        "def f(input, id):\n    return input + id",
+        "if __name__ == '__main__':\n    pass\ndef f(x):\n    return x",
+        "import collections.abc\nfrom typing import List\nimport sys\ndef f(x):\n    return sys.maxsize",
+        "def f(xs):\n    xs[1:3] += [9]\n    return xs",
+    ],
+)
+def test_ordinary_code_compiles(source):
+    assert reason(source) == "ok"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def f(:\n    pass", "syntax"),
+        ("def g(x):\n    return x", "no_f"),
+        ("import os\ndef f(x):\n    return 1", "policy:import"),
+        ("from os import path\ndef f(x):\n    return 1", "policy:import"),
+        ("import random\ndef f(x):\n    return 1", "policy:import"),
+        ("from functools import singledispatch\ndef f(x):\n    return 1", "policy:import"),
+        ("from string import Formatter\ndef f(x):\n    return 1", "policy:import"),
+        ("from sys import modules\ndef f(x):\n    return 1", "policy:import"),
+        ("from . import x\ndef f(x):\n    return 1", "policy:import"),
+        ("def f(x):\n    return eval('1')", "policy:forbidden_name"),
+        ("def f(x):\n    exec('x = 1')", "policy:forbidden_name"),
+        ("def f(x):\n    return open('/etc/passwd')", "policy:forbidden_name"),
+        ("def f(x):\n    return id(x)", "policy:forbidden_name"),
+        ("def f(x):\n    return globals()", "policy:forbidden_name"),
+        ("def f(x):\n    return __import__('os')", "policy:forbidden_name"),
+        ("def f(x):\n    return x.__class__.__bases__", "policy:dunder"),
+        ("def f(x):\n    return f.__globals__", "policy:dunder"),
+        ("def f(x):\n    x.__class__ = int", "policy:dunder"),
+        ("def f(x):\n    return (i for i in x).gi_frame", "policy:introspection"),
+        ("def f(x):\n    return int.mro()", "policy:introspection"),
+        ("def f(x):\n    return __builtins__", "policy:private_name"),
+        ("def f(x):\n    _getattr_ = None\n    return x", "policy:private_name"),
+        (
+            "class C:\n    def __del__(self):\n        pass\ndef f(x):\n    return 1",
+            "policy:private_name",
+        ),
+        (
+            "class C:\n    __match_args__ = ('__class__',)\ndef f(x):\n    return 1",
+            "policy:private_name",
+        ),
+        (
+            "def f(x):\n    match x:\n        case int(__class__=c):\n            return c",
+            "policy:dunder",
+        ),
+        ("async def f(x):\n    return 1", "policy:construct"),
+        (
+            "def f(x):\n    try:\n        pass\n    except* ValueError:\n        pass",
+            "policy:construct",
+        ),
+        ("class C(metaclass=type):\n    pass\ndef f(x):\n    return 1", "policy:construct"),
+    ],
+)
+def test_refusals_and_their_rules(source, expected):
+    assert reason(source) == expected
+
+
+def test_size_cap():
+    assert compile_program("x = 1\n" * 20, max_chars=10).reason == "program_too_large"
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_crash():
+    assert reason("def f(x):\n    return " + "(" * 500 + "1" + ")" * 500) == "syntax"
+
+
+def test_optional_modules_only_when_asked():
+    source = "import random, hashlib\ndef f(x):\n    return 1"
+    assert reason(source) == "policy:import"
+    assert isinstance(compile_program(source, extra_modules=("random", "hashlib")), CompiledProgram)
+
+
+def test_bare_except_cannot_catch_the_executors_interrupt():
+    compiled = compile_program("def f(x):\n    try:\n        pass\n    except:\n        pass")
+    assert "Exception" in compiled.code.co_consts[0].co_names
+
+
+def test_compile_input_modes():
+    limits = Limits()
+    literal = compile_input("[1, 2], {'a': 1}", "literal", limits)
+    assert isinstance(literal, CompiledInput) and not literal.in_program_scope
+    assert compile_input("dict(a=1)", "literal", limits).reason == "input:not_literal"
+    expression = compile_input("dict(a=1), lambda x: x", "expression", limits)
+    assert isinstance(expression, CompiledInput) and expression.in_program_scope
+    assert expression.text == "dict(a=1), lambda x: x"
+    assert compile_input("().__class__.__base__", "expression", limits).reason == "policy:dunder"
+    assert compile_input("1)(2", "expression", limits).reason == "input:syntax"
+    assert isinstance(compile_input(5, "literal", limits), PolicyRejection)
