@@ -40,3 +40,19 @@ def require_data(relative: str):
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+_REPORT: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def report():
+    """Lines for the end-of-run summary (acceptance rates and the like)."""
+    return _REPORT
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _REPORT:
+        terminalreporter.section("selfplay measurements")
+        for line in _REPORT:
+            terminalreporter.write_line(line)

@@ -115,6 +115,7 @@ def test_huge_ints_are_refused_without_converting_them():
         ("frozenset([1, 2])", frozenset({1, 2})),
         ("float('inf')", math.inf),
         ("-float('inf')", -math.inf),
+        ("[inf, -inf]", [math.inf, -math.inf]),
     ],
 )
 def test_parse_literal(text, value):
@@ -157,6 +158,7 @@ def test_parse_literal_caps_size_and_depth():
 def test_canonical_from_text_normalises_spelling():
     assert canonical_from_text("{ 'b':1,'a' :2 }") == "{'a': 2, 'b': 1}"
     assert canonical_from_text('"x"') == "'x'"
+    assert canonical_from_text("{-inf: nan}") == "{-float('inf'): float('nan')}"
 
 
 def test_parse_call_args_normalises_and_keeps_dict_order():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from types import CodeType
 
@@ -371,7 +372,9 @@ def compile_program(
     if len(source) > max_chars:
         return PolicyRejection("program_too_large", f"program longer than {max_chars} characters")
     try:
-        tree = ast.parse(source, "<program>", "exec")
+        with warnings.catch_warnings():  # model code's invalid escapes are not our warnings
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, "<program>", "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
     if ENTRY_POINT not in _top_level_names(tree.body):
@@ -386,7 +389,9 @@ def compile_program(
         rule = transformer.rules[0] if transformer.rules else "construct"
         return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
     try:
-        code = compile(tree, "<program>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = compile(tree, "<program>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
     return CompiledProgram(code=code, source=source)

@@ -195,6 +195,8 @@ class _Reader:
                 raise NotLiteral(f"unhashable dict key: {err}") from None
         if isinstance(node, ast.Call):
             return self._call(node, depth)
+        if isinstance(node, ast.Name) and node.id in ("inf", "nan"):  # how repr prints them
+            return _FLOAT_WORDS[node.id]
         raise NotLiteral(f"{type(node).__name__} is not a literal")
 
     def _hashable(self, kind: type, elements: list) -> object:
