@@ -418,7 +418,9 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
             "input:too_large", f"input longer than {limits.max_chars} characters"
         )
     try:
-        call = ast.parse(f"_args_({text}\n)", "<input>", "eval")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call = ast.parse(f"_args_({text}\n)", "<input>", "eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
         return PolicyRejection("input:syntax", f"{type(err).__name__}: {err}")
     body = call.body

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from dataclasses import dataclass
 
 __all__ = [
@@ -233,7 +234,9 @@ def _parse(text: str, limits: Limits, mode: str) -> ast.AST:
     if len(text) > limits.max_chars:
         raise TooLarge(f"text longer than {limits.max_chars} characters")
     try:
-        return ast.parse(text.strip(), mode=mode)
+        with warnings.catch_warnings():  # invalid escapes in model text are not our warnings
+            warnings.simplefilter("ignore")
+            return ast.parse(text.strip(), mode=mode)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
         raise NotLiteral(f"not valid Python: {err.__class__.__name__}: {err}") from None
 
