@@ -59,7 +59,9 @@ class ExecutorConfig:
     verify_time_factor: float = knob(
         20.0, "a verification run may use this multiple of its task's CPU time at validation"
     )
-    verify_time_floor_s: float = knob(0.01, "but never less than this many CPU seconds")
+    verify_time_floor_s: float = knob(
+        0.002, "but never less than this many CPU seconds (a CRUXEval run takes ~15 us)"
+    )
     wall_slack_s: float = knob(
         1.0, "a run is killed after 2 x its CPU limit + this many wall seconds"
     )

@@ -1,0 +1,208 @@
+"""Executor speed: validations and verifications per second against two baselines, in one run.
+
+    python benchmarks/executor_bench.py --data ../shared/data/cruxeval/cruxeval.jsonl
+
+Prints one JSON object per measurement; the last line is the summary with the keys
+`validations_per_s`, `verifications_per_s`, `subprocess_baseline_validations_per_s` and
+`inprocess_validations_per_s`.
+
+Validation: the CRUXEval programs with literal inputs, each with its two isolated runs (two
+hash seeds). Every pass appends a unique comment to each program, so no compiled program is
+reused between passes, as with fresh proposals in every step.
+
+Baselines, same tasks, same machine, same run:
+  * subprocess: a fresh `python -c` per run (two runs per validation, different hash seeds);
+    measured on a sample, it is that slow;
+  * in-process: plain `exec` twice in this process, no policy and no isolation: the unsafe
+    upper bound.
+
+Verification, a step-shaped workload: every task has 8 answers, about half right, the wrong
+ones half failing at once and half running into the time limit:
+  deduction  4 right (different spellings of the output), 2 unparseable, 2 wrong values
+             (no code runs for deduction, so nothing can loop);
+  abduction  each CRUXEval program behind an entry `f(spin, *args)` that loops while `spin`:
+             4 right inputs (spellings of the gold input), 2 crashing, 2 looping;
+  induction  the CRUXEval program as the hidden reference: 4 right programs (variants),
+             2 crashing or wrong, 2 looping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from selfplay.config import ExecutorConfig  # noqa: E402
+from selfplay.data import records  # noqa: E402
+from selfplay.executor import Executor  # noqa: E402
+from selfplay.types import Task  # noqa: E402
+
+
+def emit(obj: dict) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def literal_tasks(executor, data: Path) -> list[dict]:
+    rows = records(data)
+    verdicts = executor.validate([(r["code"], r["input"]) for r in rows])
+    return [dict(r, output=v.output, cpu_s=v.cpu_s) for r, v in zip(rows, verdicts) if v.ok]
+
+
+def bench_validation(executor, tasks: list[dict], passes: int) -> dict:
+    total, elapsed = 0, 0.0
+    for p in range(passes):
+        cases = [(f"{t['code']}\n# pass {p} task {i}\n", t["input"]) for i, t in enumerate(tasks)]
+        start = time.perf_counter()
+        verdicts = executor.validate(cases)
+        elapsed += time.perf_counter() - start
+        total += len(cases)
+        assert sum(v.ok for v in verdicts) == len(cases), "a CRUXEval task stopped validating"
+    return {"metric": "validation", "validations": total, "seconds": elapsed,
+            "validations_per_s": total / elapsed}  # fmt: skip
+
+
+def bench_subprocess(tasks: list[dict], sample: int) -> dict:
+    start = time.perf_counter()
+    for t in tasks[:sample]:
+        for seed in ("1", "2"):
+            script = f"{t['code']}\nprint(repr(f({t['input']})))"
+            env = {"PYTHONHASHSEED": seed, "PATH": os.environ.get("PATH", "")}
+            subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=10)
+    elapsed = time.perf_counter() - start
+    return {"metric": "subprocess_baseline", "validations": sample, "seconds": elapsed,
+            "validations_per_s": sample / elapsed}  # fmt: skip
+
+
+def bench_inprocess(tasks: list[dict], passes: int) -> dict:
+    start = time.perf_counter()
+    for p in range(passes):
+        for i, t in enumerate(tasks):
+            for _ in range(2):
+                namespace: dict = {}
+                exec(compile(f"{t['code']}\n# pass {p} task {i}\n", "<task>", "exec"), namespace)
+                repr(eval(f"f({t['input']})", namespace))
+    elapsed = time.perf_counter() - start
+    count = passes * len(tasks)
+    return {"metric": "inprocess_baseline", "validations": count, "seconds": elapsed,
+            "validations_per_s": count / elapsed}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# verification workload
+
+
+def spellings(text: str) -> list[str]:
+    """Four ways to write the same value or argument list."""
+    tree = ast.parse(f"f({text})", mode="eval").body
+    parts = [ast.unparse(a) for a in tree.args] + [
+        f"{k.arg}={ast.unparse(k.value)}" for k in tree.keywords
+    ]
+    return [text, ", ".join(parts), ",".join(parts), " " + ",  ".join(parts) + " "]
+
+
+def spinning(program: str) -> str:
+    """The program renamed to `core`, behind `f(spin, *args)` that loops while `spin`."""
+    tree = ast.parse(program)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "f":
+            node.name = "core"
+        elif isinstance(node, ast.Name) and node.id == "f":
+            node.id = "core"
+    return (
+        ast.unparse(tree)
+        + "\n\ndef f(spin, *args):\n    while spin:\n        pass\n    return core(*args)\n"
+    )
+
+
+def verification_items(executor, tasks: list[dict]) -> dict[str, list]:
+    items: dict[str, list] = {"deduction": [], "abduction": [], "induction": []}
+    loop_program = "def f(*args):\n    while True:\n        pass"
+    spin = [(spinning(t["code"]), f"False, {t['input']}") for t in tasks]
+    spin_verdicts = executor.validate(spin)
+    for t, (program, inp), sv in zip(tasks, spin, spin_verdicts):
+        out = t["output"]
+        deduction = Task("deduction", t["code"], (t["input"],), (out,), cpu_s=t["cpu_s"])
+        items["deduction"].append((deduction, spellings(out)[:4] + ["(", "[1, 2", "None", "'?'"]))
+        if sv.ok:
+            abduction = Task("abduction", program, (sv.input,), (sv.output,), cpu_s=sv.cpu_s)
+            right = [f"False, {s}" for s in spellings(t["input"])]
+            items["abduction"].append(
+                (abduction, right + ["None", "False", f"True, {t['input']}", "1, 0"])
+            )
+        induction = Task("induction", t["code"], (t["input"],), (out,), cpu_s=t["cpu_s"])
+        right = [t["code"], t["code"] + "\n", t["code"] + "\n# same\n", "\n" + t["code"]]
+        wrong = ["def f(*args):\n    raise ValueError('no')", "def f(*args):\n    return None"]
+        items["induction"].append((induction, right + wrong + [loop_program, loop_program + "\n"]))
+    return items
+
+
+def bench_verification(executor, items: dict[str, list]) -> dict[str, dict]:
+    out = {}
+    for kind, batch in items.items():
+        start = time.perf_counter()
+        results = executor.verify_many(batch)
+        elapsed = time.perf_counter() - start
+        answers = sum(len(a) for _, a in batch)
+        correct = sum(v.ok for verdicts in results for v in verdicts)
+        reasons: dict[str, int] = {}
+        for verdicts in results:
+            for v in verdicts:
+                reasons[v.reason] = reasons.get(v.reason, 0) + 1
+        out[kind] = {"metric": f"verification_{kind}", "tasks": len(batch), "answers": answers,
+                     "correct": correct, "seconds": elapsed, "verifications_per_s": answers / elapsed,
+                     "reasons": reasons}  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True, type=Path, help="CRUXEval JSONL file")
+    parser.add_argument("--passes", type=int, default=3, help="validation passes over the tasks")
+    parser.add_argument("--subprocess-sample", type=int, default=100)
+    parser.add_argument("--tasks", type=int, default=400, help="tasks per verification type")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="executor overrides")
+    args = parser.parse_args()
+    from selfplay.config import load
+
+    config: ExecutorConfig = load(None, [f"executor.{o}" for o in args.overrides]).executor
+    start = time.perf_counter()
+    executor = Executor(config)
+    startup = time.perf_counter() - start
+    emit({"metric": "startup", "seconds": startup, "workers": executor.pool.size,
+          "isolation": executor.isolation})  # fmt: skip
+    with executor:
+        tasks = literal_tasks(executor, args.data)
+        validation = bench_validation(executor, tasks, args.passes)
+        emit(validation)
+        subprocess_baseline = bench_subprocess(tasks, args.subprocess_sample)
+        emit(subprocess_baseline)
+        inprocess = bench_inprocess(tasks, args.passes)
+        emit(inprocess)
+        verification = bench_verification(
+            executor, verification_items(executor, tasks[: args.tasks])
+        )
+        for row in verification.values():
+            emit(row)
+    answers = sum(r["answers"] for r in verification.values())
+    seconds = sum(r["seconds"] for r in verification.values())
+    emit({
+        "validations_per_s": round(validation["validations_per_s"], 1),
+        "verifications_per_s": round(answers / seconds, 1),
+        "subprocess_baseline_validations_per_s": round(subprocess_baseline["validations_per_s"], 1),
+        "inprocess_validations_per_s": round(inprocess["validations_per_s"], 1),
+        "verifications_per_s_by_type": {k: round(r["verifications_per_s"], 1) for k, r in verification.items()},
+        "startup_s": round(startup, 3),
+        "cpu_count": os.cpu_count(),
+        "verify_time_floor_s": config.verify_time_floor_s,
+    })  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
