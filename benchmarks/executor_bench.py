@@ -126,7 +126,7 @@ def verification_items(executor, tasks: list[dict]) -> dict[str, list]:
     loop_program = "def f(*args):\n    while True:\n        pass"
     spin = [(spinning(t["code"]), f"False, {t['input']}") for t in tasks]
     spin_verdicts = executor.validate(spin)
-    for t, (program, inp), sv in zip(tasks, spin, spin_verdicts):
+    for t, (program, _), sv in zip(tasks, spin, spin_verdicts, strict=True):
         out = t["output"]
         deduction = Task("deduction", t["code"], (t["input"],), (out,), cpu_s=t["cpu_s"])
         items["deduction"].append((deduction, spellings(out)[:4] + ["(", "[1, 2", "None", "'?'"]))
@@ -155,9 +155,15 @@ def bench_verification(executor, items: dict[str, list]) -> dict[str, dict]:
         for verdicts in results:
             for v in verdicts:
                 reasons[v.reason] = reasons.get(v.reason, 0) + 1
-        out[kind] = {"metric": f"verification_{kind}", "tasks": len(batch), "answers": answers,
-                     "correct": correct, "seconds": elapsed, "verifications_per_s": answers / elapsed,
-                     "reasons": reasons}  # fmt: skip
+        out[kind] = {
+            "metric": f"verification_{kind}",
+            "tasks": len(batch),
+            "answers": answers,
+            "correct": correct,
+            "seconds": elapsed,
+            "verifications_per_s": answers / elapsed,
+            "reasons": reasons,
+        }
     return out
 
 
@@ -197,7 +203,9 @@ def main() -> None:
         "verifications_per_s": round(answers / seconds, 1),
         "subprocess_baseline_validations_per_s": round(subprocess_baseline["validations_per_s"], 1),
         "inprocess_validations_per_s": round(inprocess["validations_per_s"], 1),
-        "verifications_per_s_by_type": {k: round(r["verifications_per_s"], 1) for k, r in verification.items()},
+        "verifications_per_s_by_type": {
+            kind: round(row["verifications_per_s"], 1) for kind, row in verification.items()
+        },
         "startup_s": round(startup, 3),
         "cpu_count": os.cpu_count(),
         "verify_time_floor_s": config.verify_time_floor_s,
