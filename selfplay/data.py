@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,23 +37,30 @@ class BadLine:
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | BadLine]]:
     """(line number, record) per non-blank line; a broken line yields a `BadLine`, not an error.
 
-    Reads `.gz` files transparently.
+    Reads `.gz` files transparently; `-` is standard input.
     """
+    if str(path) == "-":
+        yield from _parse_lines(sys.stdin)
+        return
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as err:
-                yield number, BadLine(number, f"not JSON: {err}")
-                continue
-            if isinstance(record, dict):
-                yield number, record
-            else:
-                yield number, BadLine(number, "a record must be a JSON object")
+        yield from _parse_lines(stream)
+
+
+def _parse_lines(stream) -> Iterator[tuple[int, dict | BadLine]]:
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            yield number, BadLine(number, f"not JSON: {err}")
+            continue
+        if isinstance(record, dict):
+            yield number, record
+        else:
+            yield number, BadLine(number, "a record must be a JSON object")
 
 
 def records(path: str | Path) -> list[dict]:

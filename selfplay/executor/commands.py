@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay import config as config_module
+from selfplay.data import BadLine, read_jsonl
 from selfplay.executor import values
 from selfplay.types import Task, Verdict
 
@@ -61,21 +62,9 @@ def _executor(overrides: list[str]):
 
 
 def _records(path: str) -> Iterator[tuple[int, object]]:
-    """(line number, parsed record or _Malformed) for each non-blank line."""
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
-    with stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as err:
-                yield number, _Malformed(number, f"not JSON: {err}")
-                continue
-            if not isinstance(record, dict):
-                yield number, _Malformed(number, "a record must be a JSON object")
-                continue
-            yield number, record
+    """(line number, record or _Malformed) for each non-blank line."""
+    for number, record in read_jsonl(path):
+        yield number, _Malformed(number, record.error) if isinstance(record, BadLine) else record
 
 
 def _batches(path: str) -> Iterator[list[tuple[int, object]]]:
