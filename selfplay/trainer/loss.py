@@ -1,0 +1,84 @@
+"""The policy-gradient loss: a PPO-style clipped objective over completion tokens.
+
+For completion token t of sample i, with the sample's advantage A_i and the probability ratio
+rho_it = exp(logp_new_it - logp_old_it) between the policy being trained and the policy that
+sampled the token:
+
+    l_it = -min(rho_it * A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) * A_i)
+
+Separate low and high clip ranges (eps_high > eps_low, "clip-higher") leave more room to raise
+the probability of unlikely tokens with positive advantage, which keeps entropy from collapsing.
+
+Aggregation:
+  token     sum over every completion token of the batch / number of such tokens, so long
+            completions weigh in proportion to their length (token-level policy gradient);
+  sequence  mean over each completion's tokens, then mean over completions (PPO/GRPO's
+            original form, which down-weights the tokens of long completions).
+
+Optional KL penalty to a frozen reference policy (off unless kl_coef > 0), with the k3
+estimator, per token: exp(logp_ref - logp_new) - (logp_ref - logp_new) - 1, which is unbiased
+for KL(new || ref) and never negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["LossSettings", "policy_loss"]
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    aggregation: str = "token"  # "token" or "sequence"
+    kl_coef: float = 0.0
+
+
+def _aggregate(per_token: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    if how == "token":
+        return (per_token * mask).sum() / mask.sum().clamp(min=1)
+    if how == "sequence":
+        per_sequence = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        return per_sequence.mean()
+    raise ValueError(f"unknown loss aggregation {how!r}; use 'token' or 'sequence'")
+
+
+def policy_loss(
+    new_logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    settings: LossSettings,
+    ref_logp: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Loss over (batch, tokens) log-probabilities of the sampled tokens; `mask` marks
+    completion tokens. Returns the loss and statistics (clip fraction, KL estimates)."""
+    mask = mask.to(new_logp.dtype)
+    advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
+    log_ratio = new_logp - old_logp
+    ratio = torch.exp(log_ratio)
+    unclipped = ratio * advantage
+    clipped = torch.clamp(ratio, 1 - settings.clip_low, 1 + settings.clip_high) * advantage
+    per_token = -torch.minimum(unclipped, clipped)
+    loss = _aggregate(per_token, mask, settings.aggregation)
+    tokens = mask.sum().clamp(min=1)
+    ratio, log_ratio = ratio.detach(), log_ratio.detach()
+    unclipped, clipped = unclipped.detach(), clipped.detach()
+    stats = {
+        # share of tokens whose clipped term is the binding one (their gradient is zero)
+        "clip_fraction": float(((clipped < unclipped).to(mask.dtype) * mask).sum() / tokens),
+        "approx_kl_old": float((((ratio - 1) - log_ratio) * mask).sum() / tokens),
+        "ratio_mean": float((ratio * mask).sum() / tokens),
+    }
+    if settings.kl_coef > 0:
+        if ref_logp is None:
+            raise ValueError("kl_coef > 0 needs the reference policy's log-probabilities")
+        delta = ref_logp - new_logp
+        kl = torch.exp(delta) - delta - 1
+        kl_term = _aggregate(kl, mask, settings.aggregation)
+        loss = loss + settings.kl_coef * kl_term
+        stats["kl_ref"] = float(kl_term.detach())
+    return loss, stats
