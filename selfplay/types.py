@@ -79,3 +79,23 @@ class Verdict:
     score: float = 0.0
     cpu_s: float = 0.0
     detail: str = ""
+
+
+Role = Literal["propose", "solve"]
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One sampled completion, with what the policy update needs to learn from it."""
+
+    role: Role
+    task_type: str
+    group: int  # the completions sampled for one prompt share a group (GRPO's baseline)
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]  # of each completion token under the policy that sampled it
+    reward: float
+
+    def __post_init__(self) -> None:
+        if len(self.completion_ids) != len(self.logprobs):
+            raise ValueError("a rollout needs one log-probability per completion token")

@@ -37,12 +37,19 @@ class LossSettings:
     kl_coef: float = 0.0
 
 
-def _aggregate(per_token: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+def _aggregate(
+    per_token: torch.Tensor, mask: torch.Tensor, how: str, denominator: float | None
+) -> torch.Tensor:
+    """Token sum / token count, or mean of per-sequence means. `denominator` (the whole
+    batch's token or sequence count) keeps the result exact when the batch is split into
+    micro-batches whose losses are summed."""
     if how == "token":
-        return (per_token * mask).sum() / mask.sum().clamp(min=1)
+        count = denominator if denominator is not None else mask.sum().clamp(min=1)
+        return (per_token * mask).sum() / count
     if how == "sequence":
         per_sequence = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)
-        return per_sequence.mean()
+        count = denominator if denominator is not None else per_sequence.numel()
+        return per_sequence.sum() / count
     raise ValueError(f"unknown loss aggregation {how!r}; use 'token' or 'sequence'")
 
 
@@ -53,9 +60,10 @@ def policy_loss(
     mask: torch.Tensor,
     settings: LossSettings,
     ref_logp: torch.Tensor | None = None,
+    denominator: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Loss over (batch, tokens) log-probabilities of the sampled tokens; `mask` marks
-    completion tokens. Returns the loss and statistics (clip fraction, KL estimates)."""
+    completion tokens; `denominator` see `_aggregate`. Returns the loss and statistics."""
     mask = mask.to(new_logp.dtype)
     advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
     log_ratio = new_logp - old_logp
@@ -63,7 +71,7 @@ def policy_loss(
     unclipped = ratio * advantage
     clipped = torch.clamp(ratio, 1 - settings.clip_low, 1 + settings.clip_high) * advantage
     per_token = -torch.minimum(unclipped, clipped)
-    loss = _aggregate(per_token, mask, settings.aggregation)
+    loss = _aggregate(per_token, mask, settings.aggregation, denominator)
     tokens = mask.sum().clamp(min=1)
     ratio, log_ratio = ratio.detach(), log_ratio.detach()
     unclipped, clipped = unclipped.detach(), clipped.detach()
@@ -78,7 +86,7 @@ def policy_loss(
             raise ValueError("kl_coef > 0 needs the reference policy's log-probabilities")
         delta = ref_logp - new_logp
         kl = torch.exp(delta) - delta - 1
-        kl_term = _aggregate(kl, mask, settings.aggregation)
+        kl_term = _aggregate(kl, mask, settings.aggregation, denominator)
         loss = loss + settings.kl_coef * kl_term
         stats["kl_ref"] = float(kl_term.detach())
     return loss, stats

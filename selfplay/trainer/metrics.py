@@ -1,0 +1,91 @@
+"""Metrics of a run: a JSONL file in the run folder, TensorBoard, and W&B when asked.
+
+Names are namespaced by stage (`propose/valid_rate/deduction`, `solve/accuracy/abduction`,
+`curriculum/frontier_share`, `timing_s/verify`, ...). Every step appends one JSON line
+`{"step": ..., "time": ..., <metrics>}` to `metrics.jsonl`. When a run resumes from the
+checkpoint of step S, lines of later (lost) steps are dropped from the file and TensorBoard is
+told to purge its events after S, so that each step appears once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+__all__ = ["MetricsLogger"]
+
+
+class MetricsLogger:
+    def __init__(
+        self,
+        run_dir: Path,
+        resume_step: int = 0,
+        tensorboard: bool = True,
+        wandb_project: str | None = None,
+        wandb_config: dict | None = None,
+    ):
+        self.path = Path(run_dir) / "metrics.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._truncate_after(resume_step)
+        self.writer = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(
+                str(Path(run_dir) / "tensorboard"), purge_step=resume_step + 1
+            )
+        self.wandb = None
+        if wandb_project:
+            import wandb
+
+            self.wandb = wandb.init(
+                project=wandb_project,
+                dir=str(run_dir),
+                config=wandb_config,
+                id=Path(run_dir).name,
+                resume="allow",
+            )
+
+    def _truncate_after(self, step: int) -> None:
+        """Keep only the lines of steps <= `step` (and drop a half-written last line)."""
+        if not self.path.exists():
+            return
+        kept = []
+        for line in self.path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("step", math.inf) <= step:
+                kept.append(line)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept))
+        os.replace(tmp, self.path)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        clean = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
+        with self.path.open("a") as f:
+            f.write(json.dumps({"step": step, "time": time.time(), **clean}) + "\n")
+        if self.writer is not None:
+            for name, value in clean.items():
+                self.writer.add_scalar(name, value, step)
+            self.writer.flush()
+        if self.wandb is not None:
+            self.wandb.log(clean, step=step)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    """The metrics lines of a run, in order."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
