@@ -41,9 +41,9 @@ def rollouts(model, count: int = 6) -> list[Rollout]:
     return out
 
 
-def train_once(model, data, advantages, micro_batch: int) -> dict:
+def train_once(model, data, advantages, micro_batch: int, lr: float = 0.5) -> dict:
     accelerator = Accelerator(cpu=True)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     settings = UpdateSettings(micro_batch=micro_batch, max_grad_norm=1e9, loss=LossSettings())
@@ -84,7 +84,7 @@ def test_micro_batching_gives_the_same_step():
 def test_positive_advantage_raises_the_sampled_tokens_probability():
     model = tiny_model()
     data = rollouts(model, count=1)
-    train_once(model, data, [1.0], micro_batch=1)
+    train_once(model, data, [1.0], micro_batch=1, lr=0.05)
     batch = collate(data, [1.0], pad_id=0)
     with torch.no_grad():
         logp, _ = token_logprobs(model, batch)
