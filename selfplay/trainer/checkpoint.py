@@ -1,0 +1,95 @@
+"""Checkpoints: model, optimizer, scheduler, RNG states and the step, written atomically.
+
+`checkpoints/step-000010/` holds `state/` (accelerate's `save_state`: model, optimizer,
+scheduler and every RNG state), `model/` (the weights with config and tokenizer, loadable by
+`from_pretrained` and by vLLM; the weight file is a hard link to the one in `state/`) and
+`checkpoint.json` (the step and whatever the loop adds). It is written under a `.partial`
+name and renamed when complete, so a run killed at any moment, SIGKILL included, leaves either
+the whole checkpoint or none of it; `latest()` ignores partial ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+__all__ = ["Checkpoints"]
+
+_NAME = re.compile(r"step-(\d{6,})\Z")
+
+
+class Checkpoints:
+    def __init__(self, run_dir: Path, keep_last: int = 2):
+        self.root = Path(run_dir) / "checkpoints"
+        self.keep_last = max(1, keep_last)
+
+    def completed(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        found = [
+            p
+            for p in self.root.iterdir()
+            if _NAME.match(p.name) and (p / "checkpoint.json").exists()
+        ]
+        return sorted(found, key=lambda p: int(_NAME.match(p.name).group(1)))
+
+    def latest(self) -> Path | None:
+        done = self.completed()
+        return done[-1] if done else None
+
+    def save(self, accelerator, model, tokenizer, step: int, extra: dict | None = None) -> Path:
+        final = self.root / f"step-{step:06d}"
+        partial = final.with_name(final.name + ".partial")
+        if accelerator.is_main_process:
+            shutil.rmtree(partial, ignore_errors=True)
+        accelerator.wait_for_everyone()
+        accelerator.save_state(str(partial / "state"))
+        if accelerator.is_main_process:
+            self._write_model_folder(accelerator, model, tokenizer, partial)
+            (partial / "checkpoint.json").write_text(json.dumps({"step": step, **(extra or {})}))
+            _fsync_tree(partial)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(partial, final)
+            self._prune()
+        accelerator.wait_for_everyone()
+        return final
+
+    @staticmethod
+    def _write_model_folder(accelerator, model, tokenizer, folder: Path) -> None:
+        target = folder / "model"
+        target.mkdir(parents=True, exist_ok=True)
+        unwrapped = accelerator.unwrap_model(model)
+        unwrapped.config.save_pretrained(target)
+        if getattr(unwrapped, "generation_config", None) is not None:
+            unwrapped.generation_config.save_pretrained(target)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(target)
+        weights = folder / "state" / "model.safetensors"
+        if weights.exists():
+            os.link(weights, target / "model.safetensors")
+        else:  # sharded or FSDP states: write the weights once more in the standard format
+            unwrapped.save_pretrained(target, state_dict=accelerator.get_state_dict(model))
+
+    def load(self, accelerator, path: Path) -> dict:
+        """Restore the state saved in `path` into the prepared objects; returns its metadata."""
+        accelerator.load_state(str(Path(path) / "state"))
+        return json.loads((Path(path) / "checkpoint.json").read_text())
+
+    def _prune(self) -> None:
+        for old in self.completed()[: -self.keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
