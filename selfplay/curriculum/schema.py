@@ -1,0 +1,140 @@
+"""The database schema of the task pool (SQLAlchemy 2 ORM), version `SCHEMA_VERSION`.
+
+    selfplay_meta   key/value: `schema_version` (see `migrations.py`)
+    runs            one row per run; tasks are deduplicated within a run
+    tasks           a verified task, its provenance, and its difficulty state
+    task_references which pool tasks the proposer was shown when it wrote a task (ordered)
+    attempts        per (task, step, model version): answers and correct answers, once
+    abilities       the solver's Rasch ability per (run, step)
+
+The difficulty state on `tasks` (discounted success/failure counts, Rasch difficulty and its
+precision) and `abilities` are derived from `attempts`; they are updated in the same transaction
+that inserts the attempts, so a reader never sees one without the other, and
+`TaskStore.rebuild_estimates()` can recompute them from `attempts` alone.
+
+Values are stored as the executor's canonical text (inputs, outputs are JSON lists of strings),
+never as pickled objects.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA_VERSION = 2
+
+# SQLite only makes INTEGER PRIMARY KEY an alias of its rowid (fast, autoincrementing) for the
+# exact type INTEGER; PostgreSQL gets BIGINT so a long run never runs out of ids.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Meta(Base):
+    __tablename__ = "selfplay_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The resolved configuration of the run that created it, for provenance of exports.
+    config: Mapped[dict | None] = mapped_column(JSON, default=None)
+
+
+class TaskRow(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("run_id", "hash", name="uq_tasks_run_hash"),
+        Index("ix_tasks_run_type", "run_id", "type"),
+        Index("ix_tasks_run_step", "run_id", "step"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    hash: Mapped[str] = mapped_column(String(64))
+    type: Mapped[str] = mapped_column(String(16))
+    program: Mapped[str] = mapped_column(Text)
+    inputs: Mapped[list] = mapped_column(JSON)
+    outputs: Mapped[list] = mapped_column(JSON)
+    message: Mapped[str] = mapped_column(Text, default="")
+    n_visible: Mapped[int] = mapped_column(Integer, default=0)
+    cpu_s: Mapped[float] = mapped_column(Float, default=0.0)
+    # provenance
+    origin: Mapped[str] = mapped_column(String(16))  # proposed | seed | labeled
+    source: Mapped[str] = mapped_column(Text, default="")  # proposer, or the imported file
+    source_id: Mapped[str] = mapped_column(Text, default="")  # id or line in the source
+    step: Mapped[int] = mapped_column(Integer, default=0)  # training step that produced it
+    model_version: Mapped[str] = mapped_column(String(200), default="")
+    verification: Mapped[dict | None] = mapped_column(JSON, default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # difficulty state (derived from attempts; see difficulty.py)
+    n_answers: Mapped[int] = mapped_column(Integer, default=0)  # raw totals, never discounted
+    n_correct: Mapped[int] = mapped_column(Integer, default=0)
+    succ: Mapped[float] = mapped_column(Float, default=0.0)  # discounted, as of last_step
+    fail: Mapped[float] = mapped_column(Float, default=0.0)
+    last_step: Mapped[int] = mapped_column(Integer, default=0)
+    difficulty: Mapped[float] = mapped_column(Float, default=0.0)  # Rasch b, logits
+    difficulty_precision: Mapped[float] = mapped_column(Float, default=0.0)  # 1 / variance
+
+
+class TaskReference(Base):
+    __tablename__ = "task_references"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    reference_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+
+
+class Attempt(Base):
+    __tablename__ = "attempts"
+    # The key of idempotency: a resumed run that records a step again changes nothing.
+    __table_args__ = (
+        UniqueConstraint("task_id", "step", "model_version", name="uq_attempts_task_step_model"),
+        Index("ix_attempts_run_step", "run_id", "step"),
+    )
+
+    id: Mapped[int] = mapped_column(Id, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    step: Mapped[int] = mapped_column(Integer)
+    model_version: Mapped[str] = mapped_column(String(200), default="")
+    n: Mapped[int] = mapped_column(Integer)
+    correct: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Ability(Base):
+    __tablename__ = "abilities"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    theta: Mapped[float] = mapped_column(Float)  # Rasch ability, logits
+    precision: Mapped[float] = mapped_column(Float)  # 1 / variance of theta
+    n_answers: Mapped[int] = mapped_column(Integer, default=0)
