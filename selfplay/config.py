@@ -111,9 +111,13 @@ class CurriculumConfig:
     )
     run: str = knob("default", "name of the run whose tasks the pool holds (dedup is per run)")
     sqlite_synchronous: str = knob(
-        "FULL", "SQLite synchronous mode: FULL survives power loss, NORMAL only a killed process"
+        "NORMAL",
+        "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power loss",
     )
     busy_timeout_s: float = knob(30.0, "seconds to wait for another writer's lock")
+    sqlite_cache_mb: int = knob(
+        128, "SQLite page cache per connection, MiB (the dedup index of 1M tasks is ~100 MiB)"
+    )
     discount: float = knob(
         0.9, "weight of one answer per step of age in the solve-rate posterior (1 = no forgetting)"
     )

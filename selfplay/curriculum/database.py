@@ -8,8 +8,9 @@ SQLite is opened for crash safety and one writer with many readers:
   leaves an unfinished log tail that the next opener ignores, so committed transactions survive
   and a half-written one never appears. Readers (an export, `pool stats`) do not block the
   writer, nor it them.
-* `synchronous` (`curriculum.sqlite_synchronous`): NORMAL already survives a killed process;
-  FULL (the default) also syncs each commit to disk, surviving power loss.
+* `synchronous` (`curriculum.sqlite_synchronous`): NORMAL (the default) survives a killed
+  process with every committed transaction; FULL also syncs each commit to disk, so that a
+  power loss cannot take back the last commits (at the cost of a disk flush per commit).
 * Write transactions start with `BEGIN IMMEDIATE`, taking the write lock before reading, so
   two writers queue (up to `busy_timeout_s`) instead of failing on a lock upgrade.
 * `foreign_keys=ON`, which SQLite leaves off by default.
@@ -81,6 +82,8 @@ def _sqlite_engine(url, config: CurriculumConfig) -> Engine:
         cursor.execute(f"PRAGMA synchronous={config.sqlite_synchronous}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(config.busy_timeout_s * 1000)}")
+        # A cache that holds the dedup index keeps inserts of random hashes off the disk.
+        cursor.execute(f"PRAGMA cache_size={-1024 * config.sqlite_cache_mb}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

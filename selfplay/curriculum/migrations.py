@@ -10,9 +10,11 @@ The version lives in `selfplay_meta` (`schema_version`). On open:
 * tables but no version (another program's database): refuse, touching nothing.
 
 History:
-  1  runs, tasks (with the discounted solve-rate posterior), task_references, attempts
-  2  the Rasch model: `tasks.difficulty`, `tasks.difficulty_precision`, table `abilities`;
-     the migration replays the recorded attempts to fit it (`needs_rebuild`)
+  1  runs, tasks (with the discounted solve-rate posterior in columns n_answers, n_correct,
+     succ, fail, last_step), task_references, attempts
+  2  the Rasch model, and the difficulty state moved to its own narrow table: `task_stats`
+     (posterior and Rasch difficulty per attempted task) and `abilities` (per step); the
+     migration drops the old columns and replays the recorded attempts to fit both models
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.
@@ -32,9 +34,10 @@ log = logging.getLogger(__name__)
 
 
 def _v1_to_v2(conn: Connection) -> None:
-    for column in ("difficulty", "difficulty_precision"):
-        conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {column} FLOAT NOT NULL DEFAULT 0"))
+    Base.metadata.tables["task_stats"].create(conn)
     Base.metadata.tables["abilities"].create(conn)
+    for column in ("n_answers", "n_correct", "succ", "fail", "last_step"):
+        conn.execute(text(f"ALTER TABLE tasks DROP COLUMN {column}"))
 
 
 #: version -> the step that migrates a database from it to version + 1

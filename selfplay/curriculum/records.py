@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -93,16 +92,18 @@ def content_hash(task: Task) -> str:
     Line endings and trailing blanks of the program and message are normalised; inputs and
     outputs are already canonical text (the executor's), so equal values hash equally.
     """
-    content = [
+    parts = [
         task.type,
         _normalise(task.program),
-        list(task.inputs),
-        list(task.outputs),
+        str(len(task.inputs)),
+        *task.inputs,
+        *task.outputs,
         _normalise(task.message),
-        task.n_visible if task.type == "induction" else 0,
+        str(task.n_visible if task.type == "induction" else 0),
     ]
-    blob = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    # Each part is prefixed by its length, so no two different tasks give the same text.
+    blob = "".join(f"{len(part)}:{part}" for part in parts)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _normalise(text: str) -> str:

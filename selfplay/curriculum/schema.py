@@ -2,13 +2,14 @@
 
     selfplay_meta   key/value: `schema_version` (see `migrations.py`)
     runs            one row per run; tasks are deduplicated within a run
-    tasks           a verified task, its provenance, and its difficulty state
+    tasks           a verified task and its provenance
+    task_stats      the difficulty state of each attempted task
     task_references which pool tasks the proposer was shown when it wrote a task (ordered)
     attempts        per (task, step, model version): answers and correct answers, once
     abilities       the solver's Rasch ability per (run, step)
 
-The difficulty state on `tasks` (discounted success/failure counts, Rasch difficulty and its
-precision) and `abilities` are derived from `attempts`; they are updated in the same transaction
+The difficulty state in `task_stats` (discounted success/failure counts, Rasch difficulty and
+its precision) and `abilities` are derived from `attempts`; they are updated in the same transaction
 that inserts the attempts, so a reader never sees one without the other, and
 `TaskStore.rebuild_estimates()` can recompute them from `attempts` alone.
 
@@ -18,7 +19,7 @@ never as pickled objects.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     JSON,
@@ -31,6 +32,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -39,10 +41,6 @@ SCHEMA_VERSION = 2
 # SQLite only makes INTEGER PRIMARY KEY an alias of its rowid (fast, autoincrementing) for the
 # exact type INTEGER; PostgreSQL gets BIGINT so a long run never runs out of ids.
 Id = BigInteger().with_variant(Integer(), "sqlite")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
@@ -61,7 +59,7 @@ class Run(Base):
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     # The resolved configuration of the run that created it, for provenance of exports.
     config: Mapped[dict | None] = mapped_column(JSON, default=None)
 
@@ -90,16 +88,30 @@ class TaskRow(Base):
     source_id: Mapped[str] = mapped_column(Text, default="")  # id or line in the source
     step: Mapped[int] = mapped_column(Integer, default=0)  # training step that produced it
     model_version: Mapped[str] = mapped_column(String(200), default="")
-    verification: Mapped[dict | None] = mapped_column(JSON, default=None)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # difficulty state (derived from attempts; see difficulty.py)
-    n_answers: Mapped[int] = mapped_column(Integer, default=0)  # raw totals, never discounted
-    n_correct: Mapped[int] = mapped_column(Integer, default=0)
-    succ: Mapped[float] = mapped_column(Float, default=0.0)  # discounted, as of last_step
-    fail: Mapped[float] = mapped_column(Float, default=0.0)
-    last_step: Mapped[int] = mapped_column(Integer, default=0)
-    difficulty: Mapped[float] = mapped_column(Float, default=0.0)  # Rasch b, logits
-    difficulty_precision: Mapped[float] = mapped_column(Float, default=0.0)  # 1 / variance
+    verification: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class TaskStats(Base):
+    """The difficulty state of a task that has been attempted (see difficulty.py).
+
+    Kept apart from `tasks` so that a step's update rewrites short rows, not programs; a task
+    without a row here has never been attempted (all zeros).
+    """
+
+    __tablename__ = "task_stats"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    n_answers: Mapped[int] = mapped_column(Integer)  # raw totals, never discounted
+    n_correct: Mapped[int] = mapped_column(Integer)
+    succ: Mapped[float] = mapped_column(Float)  # discounted successes, as of last_step
+    fail: Mapped[float] = mapped_column(Float)
+    last_step: Mapped[int] = mapped_column(Integer)
+    difficulty: Mapped[float] = mapped_column(Float)  # Rasch b, logits
+    difficulty_precision: Mapped[float] = mapped_column(Float)  # 1 / variance of b
 
 
 class TaskReference(Base):
@@ -127,7 +139,7 @@ class Attempt(Base):
     model_version: Mapped[str] = mapped_column(String(200), default="")
     n: Mapped[int] = mapped_column(Integer)
     correct: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class Ability(Base):

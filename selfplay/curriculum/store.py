@@ -22,7 +22,7 @@ import numpy as np
 from sqlalchemy import select
 
 from selfplay.config import CurriculumConfig
-from selfplay.curriculum import database, difficulty, sampler, writes
+from selfplay.curriculum import database, difficulty, replay, sampler, writes
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
 from selfplay.curriculum.migrations import ensure_schema
@@ -78,7 +78,7 @@ class TaskStore:
             raise
         self = cls(engine, run_id, run, config)
         if rebuild:
-            writes.rebuild_estimates(self)
+            replay.rebuild_estimates(self)
         self.reload()
         return self
 
@@ -164,7 +164,7 @@ class TaskStore:
     def rebuild_estimates(self) -> None:
         """Recompute all difficulty state by replaying the recorded attempts in step order
         (after a change of `discount` or of the Rasch settings, or a migration)."""
-        writes.rebuild_estimates(self)
+        replay.rebuild_estimates(self)
         self.reload()
 
     # -- estimates ----------------------------------------------------------------------------
@@ -189,12 +189,18 @@ class TaskStore:
         if self._p_cache is not None and self._p_cache[0] == key:
             return self._p_cache[1]
         ix, cfg = self.index, self.config
-        w = _decay_table(cfg, step, ix["last_step"])
         theta, theta_sd = self.ability(step)
-        var_b = difficulty.difficulty_variance(cfg, ix["difficulty_precision"])
-        p_irt = difficulty.irt_p(theta, theta_sd**2, ix["difficulty"], var_b)
-        p = difficulty.combined(cfg, p_irt, ix["succ"], ix["fail"], w)
-        value = (p, ix["n_answers"] > 0)
+        attempted = ix["n_answers"] > 0
+        # A never-attempted task has the prior difficulty and no answers: one shared estimate.
+        prior_var = cfg.difficulty_prior_sd**2
+        p = np.full(len(ix), float(difficulty.irt_p(theta, theta_sd**2, 0.0, prior_var)))
+        pos = np.flatnonzero(attempted)
+        succ, fail = ix["succ"][pos], ix["fail"][pos]
+        w = _decay_table(cfg, step, ix["last_step"][pos])
+        var_b = difficulty.difficulty_variance(cfg, ix["difficulty_precision"][pos])
+        p_irt = difficulty.irt_p(theta, theta_sd**2, ix["difficulty"][pos], var_b)
+        p[pos] = difficulty.combined(cfg, p_irt, succ, fail, w)
+        value = (p, attempted)
         self._p_cache = (key, value)
         return value
 
@@ -296,19 +302,17 @@ class TaskStore:
 
 
 def _aggregate(outcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    totals: dict[int, list[int]] = {}
-    for item in outcomes:
-        task_id, n, correct = (
-            (item.task_id, item.n, item.correct) if isinstance(item, Outcome) else item
-        )
-        if not 0 <= correct <= n or n <= 0:
-            raise ValueError(f"task {task_id}: need 0 <= correct <= n and n > 0, got {correct}/{n}")
-        total = totals.setdefault(int(task_id), [0, 0])
-        total[0] += n
-        total[1] += correct
-    ids = np.fromiter(totals, dtype=np.int64, count=len(totals))
-    counts = np.array(list(totals.values()), dtype=np.int64).reshape(-1, 2)
-    return ids, counts[:, 0], counts[:, 1]
+    """(task ids, answers, correct answers), summed per task, ids ascending."""
+    rows = [(o.task_id, o.n, o.correct) if isinstance(o, Outcome) else o for o in outcomes]
+    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    bad = (table[:, 1] <= 0) | (table[:, 2] < 0) | (table[:, 2] > table[:, 1])
+    if bad.any():
+        task_id, n, correct = table[bad][0].tolist()
+        raise ValueError(f"task {task_id}: need 0 <= correct <= n and n > 0, got {correct}/{n}")
+    ids, where = np.unique(table[:, 0], return_inverse=True)
+    n = np.bincount(where, weights=table[:, 1], minlength=len(ids)).astype(np.int64)
+    k = np.bincount(where, weights=table[:, 2], minlength=len(ids)).astype(np.int64)
+    return ids, n, k
 
 
 def _decay_table(config: CurriculumConfig, step: int, last_step: np.ndarray) -> np.ndarray:

@@ -1,16 +1,16 @@
 """The task pool's database work: each function is one transaction, fast at a million tasks.
 
-Bulk statements go through SQLAlchemy's ORM bulk INSERT/UPDATE (executemany, batched into
-multi-row VALUES with RETURNING where the back-end allows), never one round trip per task.
+Bulk statements are SQLAlchemy Core statements on the ORM's tables, executed as one
+executemany each (never one round trip per task); ids of new tasks are reserved up front so
+that no statement needs RETURNING, which SQLite would answer one row at a time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import insert, select, update
+from sqlalchemy import Row, case, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -24,11 +24,12 @@ from selfplay.curriculum.records import (
     RecordResult,
     content_hash,
 )
-from selfplay.curriculum.schema import Ability, Attempt, Run, TaskReference, TaskRow
+from selfplay.curriculum.schema import Ability, Attempt, Run, TaskReference, TaskRow, TaskStats
 from selfplay.types import TASK_TYPES, Task
 
 CHUNK = 5000  # ids per IN (...) list: below every back-end's parameter limit
 STATE = ("succ", "fail", "last_step", "difficulty", "difficulty_precision")
+COUNTS = ("n_answers", "n_correct")
 
 
 def _chunks(items: Sequence, size: int = CHUNK):
@@ -49,7 +50,7 @@ def find_or_create_run(engine, name: str, create: bool) -> int:
 # -- tasks ------------------------------------------------------------------------------------
 
 
-def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification, now) -> dict:
+def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -> dict:
     if prov.origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {prov.origin!r}")
     return {
@@ -68,8 +69,6 @@ def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification, n
         "step": prov.step,
         "model_version": prov.model_version,
         "verification": verification,
-        "created_at": now,
-        **dict.fromkeys(("n_answers", "n_correct", *STATE), 0),
     }
 
 
@@ -79,7 +78,6 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
     first: dict[str, int] = {}
     for i, digest in enumerate(hashes):
         first.setdefault(digest, i)
-    now = datetime.now(UTC)
     with database.write(store.engine) as s:
         ids: dict[str, int] = {}
         for chunk in _chunks(list(first)):
@@ -89,12 +87,13 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
             ids.update(s.execute(query).tuples().all())
         new = [i for digest, i in first.items() if digest not in ids]
         rows = [
-            _row(store.run_id, tasks[i], hashes[i], provenance[i], verifications[i], now)
-            for i in new
+            _row(store.run_id, tasks[i], hashes[i], provenance[i], verifications[i]) for i in new
         ]
         if rows:
-            returning = insert(TaskRow).returning(TaskRow.id, sort_by_parameter_order=True)
-            new_ids = s.scalars(returning, rows).all()
+            new_ids = _reserve_ids(s, len(rows))
+            for row, task_id in zip(rows, new_ids, strict=True):
+                row["id"] = task_id
+            s.connection().execute(insert(TaskRow.__table__), rows)
             ids.update(zip((hashes[i] for i in new), new_ids, strict=True))
             refs = [
                 {"task_id": ids[hashes[i]], "position": pos, "reference_id": ref}
@@ -106,6 +105,20 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
     fresh = set(new)
     result = AddResult(tuple(ids[h] for h in hashes), tuple(i in fresh for i in range(len(hashes))))
     return result, _index_rows(ids, hashes, new, tasks, provenance)
+
+
+def _reserve_ids(s, count: int) -> list[int]:
+    """Ids for `count` new tasks, assigned before the insert so that it needs no RETURNING
+    (with which SQLite inserts one row per statement). On SQLite the write transaction holds
+    the database's only write lock, so max(id) + 1 onwards is free; on PostgreSQL the ids come
+    from the table's own sequence, which is safe with concurrent writers."""
+    if s.get_bind().dialect.name == "postgresql":
+        query = text(
+            "SELECT nextval(pg_get_serial_sequence('tasks', 'id')) FROM generate_series(1, :n)"
+        )
+        return [int(i) for i in s.scalars(query, {"n": count})]
+    top = s.scalar(select(func.max(TaskRow.id))) or 0
+    return list(range(top + 1, top + count + 1))
 
 
 def _index_rows(ids, hashes, new, tasks, provenance) -> dict:
@@ -127,28 +140,36 @@ def _index_rows(ids, hashes, new, tasks, provenance) -> dict:
 
 
 def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[int]:
-    """Insert attempt rows, skipping keys already there; returns the task ids inserted."""
-    backend = store.engine.dialect.name
+    """Insert attempt rows whose (task, step, model version) is new; returns their task ids.
+
+    Existing keys are looked up first, so that the insert is a plain executemany (fast on both
+    back-ends); ON CONFLICT DO NOTHING still guards the unique key against a concurrent writer.
+    """
+    existing: set[int] = set()
+    for chunk in _chunks(ids.tolist()):
+        query = select(Attempt.task_id).where(
+            Attempt.task_id.in_(chunk), Attempt.step == step, Attempt.model_version == model_version
+        )
+        existing.update(s.scalars(query))
+    backend = s.get_bind().dialect.name
     dialect_insert = pg_insert if backend == "postgresql" else sqlite_insert
-    statement = (
-        dialect_insert(Attempt)
-        .on_conflict_do_nothing(index_elements=["task_id", "step", "model_version"])
-        .returning(Attempt.task_id)
+    statement = dialect_insert(Attempt).on_conflict_do_nothing(
+        index_elements=["task_id", "step", "model_version"]
     )
-    now = datetime.now(UTC)
     rows = [
         {
             "run_id": store.run_id,
-            "task_id": int(t),
+            "task_id": t,
             "step": step,
             "model_version": model_version,
-            "n": int(a),
-            "correct": int(c),
-            "created_at": now,
+            "n": a,
+            "correct": c,
         }
-        for t, a, c in zip(ids, n, k, strict=True)
+        for t, a, c in zip(ids.tolist(), n.tolist(), k.tolist(), strict=True)
+        if t not in existing
     ]
-    return set(s.scalars(statement, rows).all()) if rows else set()
+    executemany(s, statement, rows)
+    return {row["task_id"] for row in rows}
 
 
 def record_attempts(store, step: int, model_version: str, ids, n, k) -> RecordResult:
@@ -157,9 +178,9 @@ def record_attempts(store, step: int, model_version: str, ids, n, k) -> RecordRe
         keep = np.fromiter((t in inserted for t in ids.tolist()), dtype=bool, count=len(ids))
         if keep.any():
             ability = _step_ability(s, store, step)
-            update_rows = _apply(s, store, step, ids[keep], n[keep], k[keep], ability)
+            state = _apply(s, store, step, ids[keep], n[keep], k[keep], ability)
     if keep.any():
-        _apply_to_index(store, ids[keep], n[keep], k[keep], update_rows)
+        _apply_to_index(store, ids[keep], state)
     return RecordResult(int(keep.sum()), int(len(ids) - keep.sum()))
 
 
@@ -176,113 +197,156 @@ def _step_ability(s, store, step: int) -> tuple[float, float]:
     return difficulty.ability_prior(store.config, tuple(rows) if rows else None, step)
 
 
-def _apply(s, store, step: int, ids, n, k, ability) -> difficulty.BatchUpdate:
-    """Read the tasks' state in the transaction, apply both models, write it back."""
-    names = ("n_answers", "n_correct", *STATE)
-    columns = [TaskRow.id, *(getattr(TaskRow, c) for c in names)]
-    found: dict[int, tuple] = {}
-    for chunk in _chunks(ids.tolist()):
-        query = select(*columns).where(TaskRow.id.in_(chunk))
-        found.update((r[0], r[1:]) for r in s.execute(query).tuples())
-    table = np.array([found[i] for i in ids.tolist()], dtype=np.float64).reshape(-1, len(names))
-    state = {name: table[:, j] for j, name in enumerate(names)}
-    new = difficulty.apply_batch(store.config, state, step, n, k, ability)
-    answers, correct = state["n_answers"] + n, state["n_correct"] + k
-    rows = [
-        {
-            "id": i,
-            "n_answers": int(a),
-            "n_correct": int(c),
-            "succ": float(su),
-            "fail": float(fa),
-            "last_step": int(la),
-            "difficulty": float(b),
-            "difficulty_precision": float(lam),
-        }
-        for i, a, c, su, fa, la, b, lam in zip(
-            ids.tolist(),
-            answers,
-            correct,
-            new.succ,
-            new.fail,
-            new.last_step,
-            new.difficulty,
-            new.precision,
-            strict=True,
-        )
+def executemany(s, statement, rows: list[dict]) -> None:
+    """Execute `statement` for many rows of plain numbers and strings through the driver.
+
+    SQLAlchemy compiles the statement for the back-end once; the rows go to the driver's
+    executemany as they are, skipping per-row bind processing, which costs more than SQLite's
+    own work for narrow rows. Only for columns whose values need no conversion.
+    """
+    if not rows:
+        return
+    conn = s.connection()
+    compiled = statement.compile(dialect=conn.dialect, column_keys=list(rows[0]))
+    if compiled.positional:
+        order = compiled.positiontup
+        params = [tuple(row[k] for k in order) for row in rows]
+    else:
+        params = rows
+    conn.exec_driver_sql(str(compiled), params)
+
+
+def _dialect_insert(s, model):
+    return (pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert)(model)
+
+
+def write_state(s, run_id: int, ids: np.ndarray, state: dict[str, np.ndarray]) -> None:
+    """Upsert the task_stats rows of `ids` (one executemany)."""
+    statement = _dialect_insert(s, TaskStats)
+    statement = statement.on_conflict_do_update(
+        index_elements=["task_id"],
+        set_={c: statement.excluded[c] for c in (*COUNTS, *STATE)},
+    )
+    columns = [
+        ids.tolist(),
+        *(state[c].astype(np.int64).tolist() for c in (*COUNTS, "last_step")),
+        *(state[c].tolist() for c in ("succ", "fail", "difficulty", "difficulty_precision")),
     ]
-    s.execute(update(TaskRow), rows)
+    names = ("task_id", *COUNTS, "last_step", "succ", "fail", "difficulty", "difficulty_precision")
+    rows = [dict(zip(names, values, strict=True), run_id=run_id) for values in zip(*columns)]
+    for chunk in _chunks(rows, 50_000):
+        executemany(s, statement, chunk)
+
+
+def _apply(s, store, step: int, ids, n, k, ability) -> dict[str, np.ndarray]:
+    """Apply both models to the tasks' state and write it back. The state comes from the
+    store's index, which mirrors the database because one process records attempts for a run
+    (reading it back would cost a random lookup per task)."""
+    pos = store.index.positions(ids)
+    state = {name: store.index[name][pos].astype(np.float64) for name in (*COUNTS, *STATE)}
+    new = difficulty.apply_batch(store.config, state, step, n, k, ability)
+    state = {
+        "n_answers": state["n_answers"] + n,
+        "n_correct": state["n_correct"] + k,
+        "succ": new.succ,
+        "fail": new.fail,
+        "last_step": new.last_step,
+        "difficulty": new.difficulty,
+        "difficulty_precision": new.precision,
+    }
+    write_state(s, store.run_id, ids, state)
     _upsert_ability(s, store, step, new.theta, new.theta_precision, int(n.sum()))
-    return new
+    return state
 
 
 def _upsert_ability(s, store, step: int, theta: float, precision: float, answers: int) -> None:
     row = s.get(Ability, (store.run_id, step))
     if row is None:
-        s.add(
-            Ability(
-                run_id=store.run_id, step=step, theta=theta, precision=precision, n_answers=answers
-            )
+        row = Ability(
+            run_id=store.run_id, step=step, theta=theta, precision=precision, n_answers=answers
         )
+        s.add(row)
     else:
         row.theta, row.precision, row.n_answers = theta, precision, row.n_answers + answers
     s.flush()
-    store.abilities[step] = (theta, precision, row.n_answers if row else answers)
+    store.abilities[step] = (theta, precision, row.n_answers)
 
 
-def _apply_to_index(store, ids, n, k, new: difficulty.BatchUpdate) -> None:
+def _apply_to_index(store, ids, state: dict[str, np.ndarray]) -> None:
     ix = store.index
     pos = ix.positions(ids)
-    ix["n_answers"][pos] += n
-    ix["n_correct"][pos] += k
-    ix["succ"][pos], ix["fail"][pos], ix["last_step"][pos] = new.succ, new.fail, new.last_step
-    ix["difficulty"][pos], ix["difficulty_precision"][pos] = new.difficulty, new.precision
+    for name, values in state.items():
+        ix[name][pos] = values
 
 
 # -- reading ----------------------------------------------------------------------------------
 
 
 def load_index(engine, run_id: int) -> PoolIndex:
-    """The per-task state of a run, read in id order straight into numpy columns."""
+    """The per-task state of a run, read in id order straight into numpy columns: the tasks'
+    fixed columns (types as small integers, computed by the database), then the stats rows."""
     index = PoolIndex()
-    names = ["id", "type", "origin", "step", "n_answers", "n_correct", *STATE]
-    columns = [getattr(TaskRow, c) for c in names]
-    query = select(*columns).where(TaskRow.run_id == run_id).order_by(TaskRow.id)
+    query = (
+        select(
+            TaskRow.id,
+            _code(TaskRow.type, TASK_TYPES),
+            _code(TaskRow.origin, ORIGINS),
+            TaskRow.step,
+        )
+        .where(TaskRow.run_id == run_id)
+        .order_by(TaskRow.id)
+    )
+    stats = [TaskStats.task_id, *(getattr(TaskStats, c) for c in (*COUNTS, *STATE))]
     with database.read(engine) as s:
-        result = s.execute(query.execution_options(yield_per=100_000))
-        for part in result.partitions():
-            rows = list(zip(*part, strict=True))
-            batch = {name: np.asarray(col) for name, col in zip(names, rows, strict=True)}
-            batch["type"] = _codes(batch["type"], TASK_TYPES)
-            batch["origin"] = _codes(batch["origin"], ORIGINS)
+        conn = s.connection()
+        for part in conn.execute(query.execution_options(yield_per=200_000)).partitions():
+            table = np.array(list(map(tuple, part)), dtype=np.int64).reshape(-1, 4)
+            if (table[:, 1:3] < 0).any():
+                raise StoreError("the pool holds a task type or origin this version does not know")
+            batch = {
+                "id": table[:, 0],
+                "type": table[:, 1],
+                "origin": table[:, 2],
+                "step": table[:, 3],
+            }
+            for name in (*COUNTS, *STATE):
+                batch[name] = np.zeros(len(table))
             index.append(batch)
+        rows = conn.execute(select(*stats).where(TaskStats.run_id == run_id)).all()
+    if rows:
+        table = np.array(list(map(tuple, rows)), dtype=np.float64)
+        pos = index.positions(table[:, 0].astype(np.int64))
+        for j, name in enumerate((*COUNTS, *STATE), start=1):
+            index[name][pos] = table[:, j]
     return index
 
 
-def _codes(values: np.ndarray, names: Sequence[str]) -> np.ndarray:
-    codes = np.full(len(values), -1, dtype=np.int8)
-    for i, name in enumerate(names):
-        codes[values == name] = i
-    if (codes < 0).any():
-        raise StoreError(f"unknown value in the pool: {values[codes < 0][0]!r}")
-    return codes
+def _code(column, names: Sequence[str]):
+    return case({name: i for i, name in enumerate(names)}, value=column, else_=-1)
 
 
-def load_rows(engine, ids: Sequence[int]) -> tuple[dict[int, TaskRow], dict[int, tuple]]:
-    """Task rows and their references (ordered) by id."""
-    rows: dict[int, TaskRow] = {}
+def load_rows(
+    engine, ids: Sequence[int], full: bool = False
+) -> tuple[dict[int, Row], dict[int, tuple]]:
+    """Task rows (as plain rows) and their references, by id; `full` adds the verification
+    record and creation time, which a draw does not need."""
+    rows: dict[int, Row] = {}
     refs: dict[int, list[tuple[int, int]]] = {}
+    table = TaskRow.__table__
+    columns = [c for c in table.c if full or c.name not in ("verification", "created_at")]
     with database.read(engine) as s:
         for chunk in _chunks(list(ids)):
-            rows.update((r.id, r) for r in s.scalars(select(TaskRow).where(TaskRow.id.in_(chunk))))
-            query = select(TaskReference).where(TaskReference.task_id.in_(chunk))
-            for ref in s.scalars(query):
-                refs.setdefault(ref.task_id, []).append((ref.position, ref.reference_id))
-        s.expunge_all()
+            query = select(*columns).where(table.c.id.in_(chunk))
+            rows.update((r.id, r) for r in s.execute(query))
+            query = select(
+                TaskReference.task_id, TaskReference.position, TaskReference.reference_id
+            )
+            for task_id, position, ref in s.execute(query.where(TaskReference.task_id.in_(chunk))):
+                refs.setdefault(task_id, []).append((position, ref))
     return rows, {t: tuple(r for _, r in sorted(v)) for t, v in refs.items()}
 
 
-def pool_task(row: TaskRow, references: tuple[int, ...], estimate) -> PoolTask:
+def pool_task(row: Row, references: tuple[int, ...], estimate) -> PoolTask:
     task = Task(
         row.type,
         row.program,
@@ -296,82 +360,3 @@ def pool_task(row: TaskRow, references: tuple[int, ...], estimate) -> PoolTask:
         row.origin, row.step, row.model_version, row.source, row.source_id, references
     )
     return PoolTask(row.id, task, row.hash, prov, estimate)
-
-
-# -- replay -----------------------------------------------------------------------------------
-
-
-def rebuild_estimates(store) -> None:
-    """Reset the difficulty state and abilities of the run and replay its attempts, grouped by
-    (step, model version) in the order they were recorded, in one transaction."""
-    cfg = store.config
-    with database.write(store.engine) as s:
-        ids = np.array(s.scalars(select(TaskRow.id).where(TaskRow.run_id == store.run_id)).all())
-        ids.sort()
-        state = {name: np.zeros(len(ids)) for name in ("n_answers", "n_correct", *STATE)}
-        s.execute(Ability.__table__.delete().where(Ability.run_id == store.run_id))
-        abilities: dict[int, tuple[float, float, int]] = {}
-        query = (
-            select(Attempt.task_id, Attempt.step, Attempt.model_version, Attempt.n, Attempt.correct)
-            .where(Attempt.run_id == store.run_id)
-            .order_by(Attempt.step, Attempt.id)
-        )
-        attempts = s.execute(query).all()
-        for (step, _), group in _groups(attempts):
-            pos = np.searchsorted(ids, [a.task_id for a in group])
-            n = np.array([a.n for a in group], dtype=np.float64)
-            k = np.array([a.correct for a in group], dtype=np.float64)
-            prior = _replay_prior(cfg, abilities, step)
-            part = {name: column[pos] for name, column in state.items()}
-            new = difficulty.apply_batch(cfg, part, step, n, k, prior)
-            for name, value in zip(
-                STATE,
-                (new.succ, new.fail, new.last_step, new.difficulty, new.precision),
-                strict=True,
-            ):
-                state[name][pos] = value
-            state["n_answers"][pos] += n
-            state["n_correct"][pos] += k
-            answers = abilities.get(step, (0, 0, 0))[2] + int(n.sum())
-            abilities[step] = (new.theta, new.theta_precision, answers)
-        _write_state(s, ids, state)
-        rows = [
-            {"run_id": store.run_id, "step": st, "theta": t, "precision": p, "n_answers": a}
-            for st, (t, p, a) in sorted(abilities.items())
-        ]
-        if rows:
-            s.execute(insert(Ability), rows)
-
-
-def _groups(attempts):
-    """Consecutive attempts with the same (step, model version)."""
-    group, key = [], None
-    for a in attempts:
-        if (a.step, a.model_version) != key and group:
-            yield key, group
-            group = []
-        key = (a.step, a.model_version)
-        group.append(a)
-    if group:
-        yield key, group
-
-
-def _replay_prior(cfg, abilities: dict, step: int) -> tuple[float, float]:
-    if step in abilities:
-        return abilities[step][:2]
-    earlier = [st for st in abilities if st < step]
-    previous = None
-    if earlier:
-        last = max(earlier)
-        previous = (last, *abilities[last][:2])
-    return difficulty.ability_prior(cfg, previous, step)
-
-
-def _write_state(s, ids: np.ndarray, state: dict[str, np.ndarray]) -> None:
-    ints = ("n_answers", "n_correct", "last_step")
-    for chunk in _chunks(range(len(ids)), 20_000):
-        rows = [
-            {"id": int(ids[i]), **{n: (int if n in ints else float)(state[n][i]) for n in state}}
-            for i in chunk
-        ]
-        s.execute(update(TaskRow), rows)
