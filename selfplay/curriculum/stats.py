@@ -112,9 +112,7 @@ def _growth(store, rows: int = 12) -> tuple:
                 select(Attempt.step, func.sum(Attempt.n))
                 .where(Attempt.run_id == store.run_id)
                 .group_by(Attempt.step)
-            )
-            .tuples()
-            .all()
+            ).all()
         )
     if not len(steps) and not answers:
         return ()

@@ -84,7 +84,7 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
             query = select(TaskRow.hash, TaskRow.id).where(
                 TaskRow.run_id == store.run_id, TaskRow.hash.in_(chunk)
             )
-            ids.update(s.execute(query).tuples().all())
+            ids.update(s.execute(query).all())
         new = [i for digest, i in first.items() if digest not in ids]
         rows = [
             _row(store.run_id, tasks[i], hashes[i], provenance[i], verifications[i]) for i in new
