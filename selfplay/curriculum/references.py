@@ -3,8 +3,9 @@
 For each prompt, `reference_candidates * K` candidates are drawn by learnability (the solver
 sampler's weights, so frontier tasks come first), then kept greedily in draw order while their
 token Jaccard similarity to every kept one stays at most `reference_max_similarity`. Programs
-are compared by their sets of identifier, number and operator tokens: cheap, and enough to tell
-a renamed copy (high overlap) from a different idea. If the threshold leaves fewer than K, the
+are compared by their sets of identifier and operator tokens, with every number and string
+literal counted as one and the same token: cheap, and a copy that only changes constants is
+then a near-duplicate, while a different idea shares few tokens. If the threshold leaves fewer than K, the
 least similar of the rest fill the prompt. When fewer than K tasks have a positive weight (a
 young or fully solved pool), every task of the allowed types is a candidate, uniformly.
 """
@@ -17,11 +18,12 @@ import numpy as np
 
 from selfplay.curriculum import sampler
 
-_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|[^\s\w]{1,2}")
+_LITERAL = re.compile(r"\d[\w.]*|'[^'\n]*'|\"[^\"\n]*\"")
+_TOKEN = re.compile(r"[A-Za-z_]\w*|[^\s\w]{1,2}")
 
 
 def tokens(program: str) -> frozenset[str]:
-    return frozenset(_TOKEN.findall(program))
+    return frozenset(_TOKEN.findall(_LITERAL.sub(" 0 ", program))) | {"0"}
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:
