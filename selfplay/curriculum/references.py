@@ -5,9 +5,10 @@ sampler's weights, so frontier tasks come first), then kept greedily in draw ord
 token Jaccard similarity to every kept one stays at most `reference_max_similarity`. Programs
 are compared by their sets of identifier and operator tokens, with every number and string
 literal counted as one and the same token: cheap, and a copy that only changes constants is
-then a near-duplicate, while a different idea shares few tokens. If the threshold leaves fewer than K, the
-least similar of the rest fill the prompt. When fewer than K tasks have a positive weight (a
-young or fully solved pool), every task of the allowed types is a candidate, uniformly.
+then a near-duplicate, while a different idea shares few tokens. If the threshold leaves
+fewer than K, the least similar of the rest fill the prompt. When fewer than K tasks have a
+positive weight (a young or fully solved pool), every task of the allowed types is a
+candidate, uniformly.
 """
 
 from __future__ import annotations
