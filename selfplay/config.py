@@ -115,6 +115,9 @@ class CurriculumConfig:
         "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power loss",
     )
     busy_timeout_s: float = knob(30.0, "seconds to wait for another writer's lock")
+    sqlite_background_checkpoint: bool = knob(
+        True, "copy SQLite's write-ahead log into the database on a background thread"
+    )
     sqlite_cache_mb: int = knob(
         128, "SQLite page cache per connection, MiB (the dedup index of 1M tasks is ~100 MiB)"
     )

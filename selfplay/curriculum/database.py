@@ -14,6 +14,10 @@ SQLite is opened for crash safety and one writer with many readers:
 * Write transactions start with `BEGIN IMMEDIATE`, taking the write lock before reading, so
   two writers queue (up to `busy_timeout_s`) instead of failing on a lock upgrade.
 * `foreign_keys=ON`, which SQLite leaves off by default.
+* Checkpoints (copying the log back into the database file, which syncs to disk) run on a
+  background thread (`WalCheckpointer`, `curriculum.sqlite_background_checkpoint`) instead of
+  inside whichever commit crosses SQLite's threshold, so a training step's write stays short.
+  A checkpoint never changes what a reader sees, and one cut short by a kill is redone on open.
 
 PostgreSQL needs no such care (its WAL and MVCC give the same guarantees); `postgresql://` URLs
 use the psycopg 3 driver.
@@ -21,6 +25,8 @@ use the psycopg 3 driver.
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -84,6 +90,8 @@ def _sqlite_engine(url, config: CurriculumConfig) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout={int(config.busy_timeout_s * 1000)}")
         # A cache that holds the dedup index keeps inserts of random hashes off the disk.
         cursor.execute(f"PRAGMA cache_size={-1024 * config.sqlite_cache_mb}")
+        if config.sqlite_background_checkpoint:
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -106,3 +114,47 @@ def read(engine: Engine):
     """A session in one read transaction (a consistent snapshot on both back-ends)."""
     with Session(engine) as session, session.begin():
         yield session
+
+
+class WalCheckpointer:
+    """Checkpoints a SQLite database's write-ahead log from a daemon thread.
+
+    `poke()` after a commit wakes it; it checkpoints (PASSIVE: never waits for, nor blocks,
+    readers and writers) once the log has grown past `pages` pages, and at least every
+    `interval_s` seconds. Python's sqlite3 releases the GIL while SQLite works, so the copy
+    runs beside the training loop.
+    """
+
+    def __init__(self, path: str, pages: int = 1000, interval_s: float = 5.0):
+        self.path, self.pages, self.interval_s = path, pages, interval_s
+        self._wake = threading.Event()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            while not self._stop:
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
+                wal = Path(self.path + "-wal")
+                if wal.exists() and wal.stat().st_size > self.pages * 4096 or self._stop:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+        self._thread.join()
+
+
+def checkpointer(engine: Engine, config: CurriculumConfig) -> WalCheckpointer | None:
+    """A background checkpointer for a SQLite engine (None for other back-ends or when off)."""
+    if engine.dialect.name != "sqlite" or not config.sqlite_background_checkpoint:
+        return None
+    return WalCheckpointer(engine.url.database)

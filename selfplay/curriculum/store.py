@@ -50,6 +50,7 @@ class TaskStore:
         self.index = PoolIndex()
         self.abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
         self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
+        self._checkpointer = database.checkpointer(engine, config)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -107,6 +108,8 @@ class TaskStore:
         self._p_cache = None
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self.engine.dispose()
 
     def __enter__(self) -> TaskStore:
@@ -145,6 +148,7 @@ class TaskStore:
         result, appended = writes.add_tasks(self, tasks, provenance, verifications)
         self.index.append(appended)
         self._p_cache = None
+        self._wrote()
         return result
 
     def record_attempts(
@@ -159,7 +163,12 @@ class TaskStore:
         self.index.positions(ids)  # KeyError for tasks outside this run
         result = writes.record_attempts(self, step, model_version, ids, n, k)
         self._p_cache = None
+        self._wrote()
         return result
+
+    def _wrote(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
 
     def rebuild_estimates(self) -> None:
         """Recompute all difficulty state by replaying the recorded attempts in step order

@@ -7,10 +7,24 @@ that no statement needs RETURNING, which SQLite would answer one row at a time.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import Row, case, func, insert, select, text
+from sqlalchemy import (
+    BigInteger,
+    Row,
+    String,
+    any_,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -30,6 +44,16 @@ from selfplay.types import TASK_TYPES, Task
 CHUNK = 5000  # ids per IN (...) list: below every back-end's parameter limit
 STATE = ("succ", "fail", "last_step", "difficulty", "difficulty_precision")
 COUNTS = ("n_answers", "n_correct")
+
+
+def among(session, column, values: Sequence, kind):
+    """`column IN values` as one bound parameter: a JSON array that SQLite unpacks with
+    json_each, an array for PostgreSQL's `= ANY`. A plain IN list would bind (and SQLAlchemy
+    compile) one parameter per value, which costs more than the lookup itself."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=ARRAY(kind)))
+    items = select(literal_column("value")).select_from(func.json_each(json.dumps(list(values))))
+    return column.in_(items.scalar_subquery())
 
 
 def _chunks(items: Sequence, size: int = CHUNK):
@@ -58,8 +82,9 @@ def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -
         "hash": digest,
         "type": task.type,
         "program": task.program,
-        "inputs": list(task.inputs),
-        "outputs": list(task.outputs),
+        # JSON text made here: the driver takes it as is (see `executemany`)
+        "inputs": json.dumps(task.inputs, ensure_ascii=False),
+        "outputs": json.dumps(task.outputs, ensure_ascii=False),
         "message": task.message,
         "n_visible": task.n_visible,
         "cpu_s": task.cpu_s,
@@ -68,7 +93,7 @@ def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -
         "source_id": prov.source_id,
         "step": prov.step,
         "model_version": prov.model_version,
-        "verification": verification,
+        "verification": None if verification is None else json.dumps(verification),
     }
 
 
@@ -82,7 +107,7 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
         ids: dict[str, int] = {}
         for chunk in _chunks(list(first)):
             query = select(TaskRow.hash, TaskRow.id).where(
-                TaskRow.run_id == store.run_id, TaskRow.hash.in_(chunk)
+                TaskRow.run_id == store.run_id, among(s, TaskRow.hash, chunk, String)
             )
             ids.update(s.execute(query).all())
         new = [i for digest, i in first.items() if digest not in ids]
@@ -93,7 +118,7 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
             new_ids = _reserve_ids(s, len(rows))
             for row, task_id in zip(rows, new_ids, strict=True):
                 row["id"] = task_id
-            s.connection().execute(insert(TaskRow.__table__), rows)
+            executemany(s, insert(TaskRow.__table__), rows)
             ids.update(zip((hashes[i] for i in new), new_ids, strict=True))
             refs = [
                 {"task_id": ids[hashes[i]], "position": pos, "reference_id": ref}
@@ -148,7 +173,9 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
     existing: set[int] = set()
     for chunk in _chunks(ids.tolist()):
         query = select(Attempt.task_id).where(
-            Attempt.task_id.in_(chunk), Attempt.step == step, Attempt.model_version == model_version
+            among(s, Attempt.task_id, chunk, BigInteger),
+            Attempt.step == step,
+            Attempt.model_version == model_version,
         )
         existing.update(s.scalars(query))
     backend = s.get_bind().dialect.name
@@ -336,12 +363,14 @@ def load_rows(
     columns = [c for c in table.c if full or c.name not in ("verification", "created_at")]
     with database.read(engine) as s:
         for chunk in _chunks(list(ids)):
-            query = select(*columns).where(table.c.id.in_(chunk))
+            query = select(*columns).where(among(s, table.c.id, chunk, BigInteger))
             rows.update((r.id, r) for r in s.execute(query))
             query = select(
                 TaskReference.task_id, TaskReference.position, TaskReference.reference_id
             )
-            for task_id, position, ref in s.execute(query.where(TaskReference.task_id.in_(chunk))):
+            for task_id, position, ref in s.execute(
+                query.where(among(s, TaskReference.task_id, chunk, BigInteger))
+            ):
                 refs.setdefault(task_id, []).append((position, ref))
     return rows, {t: tuple(r for _, r in sorted(v)) for t, v in refs.items()}
 
