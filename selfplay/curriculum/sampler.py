@@ -86,8 +86,11 @@ def generator(config: CurriculumConfig, step: int, salt: int, stream: int) -> np
     return np.random.default_rng([config.seed, max(step, 0), salt, stream])
 
 
-def weighted_sample(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Up to k distinct positions, drawn one after another proportionally to `weights`.
+def weighted_sample(
+    weights: np.ndarray, k: int, rng: np.random.Generator, exclude: np.ndarray | None = None
+) -> np.ndarray:
+    """Up to k distinct positions, drawn one after another proportionally to `weights`,
+    never one of `exclude`.
 
     Drawing with replacement and keeping first occurrences gives exactly that distribution (a
     repeat is rejected, and what is left is drawn in proportion to its weight); it needs one
@@ -95,7 +98,8 @@ def weighted_sample(weights: np.ndarray, k: int, rng: np.random.Generator) -> np
     logarithm per task. When k is a large part of the drawable tasks, repeats would be many, so
     Gumbel top-k keys are used instead (the same distribution).
     """
-    positive = int(np.count_nonzero(weights > 0))
+    skip = set() if exclude is None else set(exclude.tolist())
+    positive = int(np.count_nonzero(weights > 0)) - sum(1 for i in skip if weights[i] > 0)
     k = min(k, positive)
     if k <= 0:
         return np.empty(0, dtype=np.int64)
@@ -103,6 +107,8 @@ def weighted_sample(weights: np.ndarray, k: int, rng: np.random.Generator) -> np
         keys = np.full(len(weights), -np.inf)
         nz = weights > 0
         keys[nz] = np.log(weights[nz]) - np.log(-np.log(rng.random(int(nz.sum()))))
+        if skip:
+            keys[list(skip)] = -np.inf
         top = np.argpartition(-keys, k - 1)[:k]
         return top[np.argsort(-keys[top], kind="stable")]
     cumulative = np.cumsum(weights)
@@ -112,7 +118,7 @@ def weighted_sample(weights: np.ndarray, k: int, rng: np.random.Generator) -> np
         need = k - len(chosen)
         draws = np.searchsorted(cumulative, rng.random(2 * need + 8) * total, side="right")
         for position in np.minimum(draws, len(weights) - 1).tolist():
-            if position not in chosen and weights[position] > 0:
+            if position not in chosen and position not in skip and weights[position] > 0:
                 chosen[position] = None
                 if len(chosen) == k:
                     break
@@ -145,22 +151,22 @@ def draw(
     n: int,
     weights: np.ndarray,
     groups: list[np.ndarray],
-    recent: np.ndarray,
+    recent: list[np.ndarray],
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Positions of a batch: `groups` holds the positions of each task type, `recent` flags."""
-    available = [int(np.count_nonzero(weights[g] > 0)) for g in groups]
+    """Positions of a batch: `groups` holds the positions of each task type, `recent` for each
+    group the positions within it of its recent tasks."""
+    per_group = [weights[g] for g in groups]
+    available = [int(np.count_nonzero(w > 0)) for w in per_group]
     picked = []
-    for group, count in zip(groups, apportion(n, config.type_quotas, available), strict=True):
+    counts = apportion(n, config.type_quotas, available)
+    for group, w, fresh, count in zip(groups, per_group, recent, counts, strict=True):
         if count == 0:
             continue
-        w = weights[group]
-        fresh = np.flatnonzero(recent[group] & (w > 0))
+        fresh = fresh[w[fresh] > 0]
         n_recent = min(int(config.recent_share * count), len(fresh))
         first = fresh[weighted_sample(w[fresh], n_recent, rng)]
-        rest_w = w.copy()
-        rest_w[first] = 0.0
-        rest = weighted_sample(rest_w, count - len(first), rng)
+        rest = weighted_sample(w, count - len(first), rng, exclude=first)
         picked.append(group[np.concatenate([first, rest])])
     out = np.concatenate(picked) if picked else np.empty(0, dtype=np.int64)
     return out[rng.permutation(len(out))]

@@ -27,7 +27,6 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
-    Index,
     Integer,
     String,
     Text,
@@ -67,14 +66,14 @@ class Run(Base):
 class TaskRow(Base):
     __tablename__ = "tasks"
     __table_args__ = (
+        # The only secondary index: every insert pays for each one, and queries by type, step
+        # or difficulty go through the store's in-memory columns instead.
         UniqueConstraint("run_id", "hash", name="uq_tasks_run_hash"),
-        Index("ix_tasks_run_type", "run_id", "type"),
-        Index("ix_tasks_run_step", "run_id", "step"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(32))  # see records.content_hash
     type: Mapped[str] = mapped_column(String(16))
     program: Mapped[str] = mapped_column(Text)
     inputs: Mapped[list] = mapped_column(JSON)
@@ -129,7 +128,6 @@ class Attempt(Base):
     # The key of idempotency: a resumed run that records a step again changes nothing.
     __table_args__ = (
         UniqueConstraint("task_id", "step", "model_version", name="uq_attempts_task_step_model"),
-        Index("ix_attempts_run_step", "run_id", "step"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)

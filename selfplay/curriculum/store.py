@@ -258,11 +258,17 @@ class TaskStore:
         p, attempted = self.solve_rates(step)
         weights = sampler.learnability(self.config, p, attempted)
         groups = self._groups(types)
-        recent = self.index["step"] > step - self.config.recent_steps
+        cutoff = step - self.config.recent_steps
+        recent = np.flatnonzero(self.index["step"] > cutoff)
+        kinds = self.index["type"][recent]
+        recent_in = [
+            np.searchsorted(g, recent[kinds == i]) if len(g) else g for i, g in enumerate(groups)
+        ]
         rng = sampler.generator(self.config, step, salt, stream=0)
-        positions = sampler.draw(self.config, n, weights, groups, recent, rng)
+        positions = sampler.draw(self.config, n, weights, groups, recent_in, rng)
         tasks = self.get(self.index["id"][positions].tolist(), step)
-        metrics = _batch_metrics(self.config, p[positions], attempted[positions], recent[positions])
+        is_recent = self.index["step"][positions] > cutoff
+        metrics = _batch_metrics(self.config, p[positions], attempted[positions], is_recent)
         metrics["curriculum/pool_size"] = float(len(self.index))
         metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
         return Batch(tuple(tasks), step, n, metrics)

@@ -23,6 +23,7 @@ from sqlalchemy import (
     literal_column,
     select,
     text,
+    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -247,13 +248,11 @@ def _dialect_insert(s, model):
     return (pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert)(model)
 
 
-def write_state(s, run_id: int, ids: np.ndarray, state: dict[str, np.ndarray]) -> None:
-    """Upsert the task_stats rows of `ids` (one executemany)."""
-    statement = _dialect_insert(s, TaskStats)
-    statement = statement.on_conflict_do_update(
-        index_elements=["task_id"],
-        set_={c: statement.excluded[c] for c in (*COUNTS, *STATE)},
-    )
+def write_state(
+    s, run_id: int, ids: np.ndarray, state: dict[str, np.ndarray], exists: np.ndarray | None = None
+) -> None:
+    """Write the task_stats rows of `ids`: UPDATE those whose row `exists`, INSERT the rest
+    (each one executemany); without `exists`, all are new."""
     columns = [
         ids.tolist(),
         *(state[c].astype(np.int64).tolist() for c in (*COUNTS, "last_step")),
@@ -261,8 +260,19 @@ def write_state(s, run_id: int, ids: np.ndarray, state: dict[str, np.ndarray]) -
     ]
     names = ("task_id", *COUNTS, "last_step", "succ", "fail", "difficulty", "difficulty_precision")
     rows = [dict(zip(names, values, strict=True), run_id=run_id) for values in zip(*columns)]
-    for chunk in _chunks(rows, 50_000):
-        executemany(s, statement, chunk)
+    exists = np.zeros(len(rows), dtype=bool) if exists is None else exists
+    table = TaskStats.__table__
+    change = update(table).where(table.c.task_id == bindparam("key"))
+    old = [
+        {"key": row["task_id"], **{c: row[c] for c in names[1:]}}
+        for row, e in zip(rows, exists, strict=True)
+        if e
+    ]
+    new = [row for row, e in zip(rows, exists, strict=True) if not e]
+    for chunk in _chunks(old, 50_000):
+        executemany(s, change.values({c: bindparam(c) for c in names[1:]}), chunk)
+    for chunk in _chunks(new, 50_000):
+        executemany(s, insert(table), chunk)
 
 
 def _apply(s, store, step: int, ids, n, k, ability) -> dict[str, np.ndarray]:
@@ -271,6 +281,7 @@ def _apply(s, store, step: int, ids, n, k, ability) -> dict[str, np.ndarray]:
     (reading it back would cost a random lookup per task)."""
     pos = store.index.positions(ids)
     state = {name: store.index[name][pos].astype(np.float64) for name in (*COUNTS, *STATE)}
+    exists = state["n_answers"] > 0  # a task gets its stats row with its first answers
     new = difficulty.apply_batch(store.config, state, step, n, k, ability)
     state = {
         "n_answers": state["n_answers"] + n,
@@ -281,7 +292,7 @@ def _apply(s, store, step: int, ids, n, k, ability) -> dict[str, np.ndarray]:
         "difficulty": new.difficulty,
         "difficulty_precision": new.precision,
     }
-    write_state(s, store.run_id, ids, state)
+    write_state(s, store.run_id, ids, state, exists)
     _upsert_ability(s, store, step, new.theta, new.theta_precision, int(n.sum()))
     return state
 
@@ -364,7 +375,7 @@ def load_rows(
     with database.read(engine) as s:
         for chunk in _chunks(list(ids)):
             query = select(*columns).where(among(s, table.c.id, chunk, BigInteger))
-            rows.update((r.id, r) for r in s.execute(query))
+            rows.update((r.id, r) for r in s.execute(query).all())
             query = select(
                 TaskReference.task_id, TaskReference.position, TaskReference.reference_id
             )
