@@ -35,7 +35,7 @@ from selfplay.curriculum.records import (
     Provenance,
     RecordResult,
 )
-from selfplay.curriculum.schema import Ability, Run
+from selfplay.curriculum.schema import Ability, Attempt, Run
 from selfplay.types import TASK_TYPES, Task, TaskType
 
 
@@ -49,6 +49,7 @@ class TaskStore:
         self.config = config
         self.index = PoolIndex()
         self.abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
+        self.recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
         self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
         self._checkpointer = database.checkpointer(engine, config)
 
@@ -105,6 +106,8 @@ class TaskStore:
                 )
             )
             self.abilities = {step: (t, p, n) for step, t, p, n in rows}
+            keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == self.run_id)
+            self.recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
         self._p_cache = None
 
     def close(self) -> None:

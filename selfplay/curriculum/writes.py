@@ -170,9 +170,12 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
 
     Existing keys are looked up first, so that the insert is a plain executemany (fast on both
     back-ends); ON CONFLICT DO NOTHING still guards the unique key against a concurrent writer.
+    The lookup is skipped for a (step, model version) this run has never recorded, the usual
+    case: only a replayed step can collide.
     """
     existing: set[int] = set()
-    for chunk in _chunks(ids.tolist()):
+    seen = (step, model_version) in store.recorded
+    for chunk in _chunks(ids.tolist()) if seen else ():
         query = select(Attempt.task_id).where(
             among(s, Attempt.task_id, chunk, BigInteger),
             Attempt.step == step,
@@ -197,6 +200,7 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
         if t not in existing
     ]
     executemany(s, statement, rows)
+    store.recorded.add((step, model_version))  # if the transaction fails: one lookup too many
     return {row["task_id"] for row in rows}
 
 
