@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from selfplay.curriculum import writes
+from selfplay.curriculum import reads
 from selfplay.curriculum.pool import ORIGINS
 from selfplay.types import TASK_TYPES
 
@@ -74,7 +74,7 @@ def records(store, flt: ExportFilter, step: int | None = None) -> Iterator[dict]
     for start in range(0, len(positions), CHUNK):
         chunk = positions[start : start + CHUNK]
         task_ids = ids[chunk].tolist()
-        rows, refs = writes.load_rows(store.engine, task_ids, full=True)
+        rows, refs = reads.load_rows(store.engine, task_ids, full=True)
         ref_hashes = _hashes(store, {r for v in refs.values() for r in v})
         for task_id, estimate in zip(task_ids, store._estimates(chunk, step), strict=True):
             row = rows[task_id]
@@ -86,7 +86,7 @@ def records(store, flt: ExportFilter, step: int | None = None) -> Iterator[dict]
 def _hashes(store, ids: set[int]) -> dict[int, str]:
     if not ids:
         return {}
-    rows, _ = writes.load_rows(store.engine, sorted(ids))
+    rows, _ = reads.load_rows(store.engine, sorted(ids))
     return {i: r.hash for i, r in rows.items()}
 
 

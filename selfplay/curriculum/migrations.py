@@ -14,7 +14,9 @@ History:
      succ, fail, last_step), task_references, attempts
   2  the Rasch model, and the difficulty state moved to its own narrow table: `task_stats`
      (posterior and Rasch difficulty per attempted task) and `abilities` (per step); the
-     migration drops the old columns and replays the recorded attempts to fit both models
+     migration drops the old columns and replays the recorded attempts to fit both models;
+     `attempts.batch` and `runs.batches` number the calls that recorded attempts (0 for
+     attempts from version 1), so that a replay groups answers exactly as they were recorded
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.
@@ -38,6 +40,8 @@ def _v1_to_v2(conn: Connection) -> None:
     Base.metadata.tables["abilities"].create(conn)
     for column in ("n_answers", "n_correct", "succ", "fail", "last_step"):
         conn.execute(text(f"ALTER TABLE tasks DROP COLUMN {column}"))
+    conn.execute(text("ALTER TABLE attempts ADD COLUMN batch INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE runs ADD COLUMN batches INTEGER NOT NULL DEFAULT 0"))
 
 
 #: version -> the step that migrates a database from it to version + 1

@@ -1,8 +1,9 @@
 """Recomputing the difficulty state from the recorded attempts alone.
 
 The state in `task_stats` and `abilities` is a function of `attempts` and the configuration
-(discount, priors, Rasch settings). Replaying the attempts, grouped as they were recorded by
-(step, model version) in step order, through the same online updates rebuilds it: after a
+(discount, priors, Rasch settings). Replaying the attempts in the groups they were recorded in (one
+`record_attempts` call each, numbered by `attempts.batch`), in that order, through the same
+online updates rebuilds it exactly: after a
 migration from a schema without it, or after a change of those settings.
 """
 
@@ -29,9 +30,16 @@ def rebuild_estimates(store) -> None:
         s.execute(delete(Ability).where(Ability.run_id == store.run_id))
         abilities: dict[int, tuple[float, float, int]] = {}
         query = (
-            select(Attempt.task_id, Attempt.step, Attempt.model_version, Attempt.n, Attempt.correct)
+            select(
+                Attempt.task_id,
+                Attempt.step,
+                Attempt.model_version,
+                Attempt.n,
+                Attempt.correct,
+                Attempt.batch,
+            )
             .where(Attempt.run_id == store.run_id)
-            .order_by(Attempt.step, Attempt.id)
+            .order_by(Attempt.batch, Attempt.step, Attempt.id)
         )
         for (step, _), group in _groups(s.execute(query).all()):
             pos = np.searchsorted(ids, [a.task_id for a in group])
@@ -57,16 +65,17 @@ def rebuild_estimates(store) -> None:
 
 
 def _groups(attempts):
-    """Runs of consecutive attempts with the same (step, model version)."""
+    """Runs of consecutive attempts of one recording call: the same (step, model version,
+    batch); attempts from schema version 1 (batch 0) group by (step, model version)."""
     group, key = [], None
     for a in attempts:
-        if (a.step, a.model_version) != key and group:
-            yield key, group
+        if (a.step, a.model_version, a.batch) != key and group:
+            yield key[:2], group
             group = []
-        key = (a.step, a.model_version)
+        key = (a.step, a.model_version, a.batch)
         group.append(a)
     if group:
-        yield key, group
+        yield key[:2], group
 
 
 def _prior(cfg, abilities: dict, step: int) -> tuple[float, float]:

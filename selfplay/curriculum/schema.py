@@ -61,6 +61,8 @@ class Run(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     # The resolved configuration of the run that created it, for provenance of exports.
     config: Mapped[dict | None] = mapped_column(JSON, default=None)
+    # How many record_attempts calls wrote attempts: numbers each call's attempts (`batch`).
+    batches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TaskRow(Base):
@@ -137,6 +139,8 @@ class Attempt(Base):
     model_version: Mapped[str] = mapped_column(String(200), default="")
     n: Mapped[int] = mapped_column(Integer)
     correct: Mapped[int] = mapped_column(Integer)
+    # the recording call, so that a replay applies the online updates in the same groups
+    batch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from sqlalchemy import select
 
 from selfplay.config import CurriculumConfig
-from selfplay.curriculum import database, difficulty, replay, sampler, writes
+from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
 from selfplay.curriculum.migrations import ensure_schema
@@ -98,7 +98,7 @@ class TaskStore:
 
     def reload(self) -> None:
         """Re-read the per-task state and abilities from the database."""
-        self.index = writes.load_index(self.engine, self.run_id)
+        self.index = reads.load_index(self.engine, self.run_id)
         with database.read(self.engine) as s:
             rows = s.execute(
                 select(Ability.step, Ability.theta, Ability.precision, Ability.n_answers).where(
@@ -306,9 +306,9 @@ class TaskStore:
     def get(self, ids: Sequence[int], step: int | None = None) -> list[PoolTask]:
         """Tasks by id, in the order given, with their provenance and estimates."""
         estimates = self._estimates(self.index.positions(ids), step) if len(ids) else []
-        rows, refs = writes.load_rows(self.engine, ids)
+        rows, refs = reads.load_rows(self.engine, ids)
         return [
-            writes.pool_task(rows[i], refs.get(i, ()), e)
+            reads.pool_task(rows[i], refs.get(i, ()), e)
             for i, e in zip(ids, estimates, strict=True)
         ]
 

@@ -13,11 +13,9 @@ from collections.abc import Sequence
 import numpy as np
 from sqlalchemy import (
     BigInteger,
-    Row,
     String,
     any_,
     bindparam,
-    case,
     func,
     insert,
     literal_column,
@@ -31,10 +29,9 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from selfplay.curriculum import database, difficulty
 from selfplay.curriculum.database import StoreError
-from selfplay.curriculum.pool import ORIGINS, PoolIndex
+from selfplay.curriculum.pool import ORIGINS
 from selfplay.curriculum.records import (
     AddResult,
-    PoolTask,
     Provenance,
     RecordResult,
     content_hash,
@@ -57,7 +54,7 @@ def among(session, column, values: Sequence, kind):
     return column.in_(items.scalar_subquery())
 
 
-def _chunks(items: Sequence, size: int = CHUNK):
+def chunks(items: Sequence, size: int = CHUNK):
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -106,7 +103,7 @@ def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]
         first.setdefault(digest, i)
     with database.write(store.engine) as s:
         ids: dict[str, int] = {}
-        for chunk in _chunks(list(first)):
+        for chunk in chunks(list(first)):
             query = select(TaskRow.hash, TaskRow.id).where(
                 TaskRow.run_id == store.run_id, among(s, TaskRow.hash, chunk, String)
             )
@@ -173,9 +170,15 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
     The lookup is skipped for a (step, model version) this run has never recorded, the usual
     case: only a replayed step can collide.
     """
+    batch = s.execute(
+        update(Run)
+        .where(Run.id == store.run_id)
+        .values(batches=Run.batches + 1)
+        .returning(Run.batches)
+    ).scalar_one()
     existing: set[int] = set()
     seen = (step, model_version) in store.recorded
-    for chunk in _chunks(ids.tolist()) if seen else ():
+    for chunk in chunks(ids.tolist()) if seen else ():
         query = select(Attempt.task_id).where(
             among(s, Attempt.task_id, chunk, BigInteger),
             Attempt.step == step,
@@ -195,6 +198,7 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
             "model_version": model_version,
             "n": a,
             "correct": c,
+            "batch": batch,
         }
         for t, a, c in zip(ids.tolist(), n.tolist(), k.tolist(), strict=True)
         if t not in existing
@@ -273,9 +277,9 @@ def write_state(
         if e
     ]
     new = [row for row, e in zip(rows, exists, strict=True) if not e]
-    for chunk in _chunks(old, 50_000):
+    for chunk in chunks(old, 50_000):
         executemany(s, change.values({c: bindparam(c) for c in names[1:]}), chunk)
-    for chunk in _chunks(new, 50_000):
+    for chunk in chunks(new, 50_000):
         executemany(s, insert(table), chunk)
 
 
@@ -319,88 +323,3 @@ def _apply_to_index(store, ids, state: dict[str, np.ndarray]) -> None:
     pos = ix.positions(ids)
     for name, values in state.items():
         ix[name][pos] = values
-
-
-# -- reading ----------------------------------------------------------------------------------
-
-
-def load_index(engine, run_id: int) -> PoolIndex:
-    """The per-task state of a run, read in id order straight into numpy columns: the tasks'
-    fixed columns (types as small integers, computed by the database), then the stats rows."""
-    index = PoolIndex()
-    query = (
-        select(
-            TaskRow.id,
-            _code(TaskRow.type, TASK_TYPES),
-            _code(TaskRow.origin, ORIGINS),
-            TaskRow.step,
-        )
-        .where(TaskRow.run_id == run_id)
-        .order_by(TaskRow.id)
-    )
-    stats = [TaskStats.task_id, *(getattr(TaskStats, c) for c in (*COUNTS, *STATE))]
-    with database.read(engine) as s:
-        conn = s.connection()
-        for part in conn.execute(query.execution_options(yield_per=200_000)).partitions():
-            table = np.array(list(map(tuple, part)), dtype=np.int64).reshape(-1, 4)
-            if (table[:, 1:3] < 0).any():
-                raise StoreError("the pool holds a task type or origin this version does not know")
-            batch = {
-                "id": table[:, 0],
-                "type": table[:, 1],
-                "origin": table[:, 2],
-                "step": table[:, 3],
-            }
-            for name in (*COUNTS, *STATE):
-                batch[name] = np.zeros(len(table))
-            index.append(batch)
-        rows = conn.execute(select(*stats).where(TaskStats.run_id == run_id)).all()
-    if rows:
-        table = np.array(list(map(tuple, rows)), dtype=np.float64)
-        pos = index.positions(table[:, 0].astype(np.int64))
-        for j, name in enumerate((*COUNTS, *STATE), start=1):
-            index[name][pos] = table[:, j]
-    return index
-
-
-def _code(column, names: Sequence[str]):
-    return case({name: i for i, name in enumerate(names)}, value=column, else_=-1)
-
-
-def load_rows(
-    engine, ids: Sequence[int], full: bool = False
-) -> tuple[dict[int, Row], dict[int, tuple]]:
-    """Task rows (as plain rows) and their references, by id; `full` adds the verification
-    record and creation time, which a draw does not need."""
-    rows: dict[int, Row] = {}
-    refs: dict[int, list[tuple[int, int]]] = {}
-    table = TaskRow.__table__
-    columns = [c for c in table.c if full or c.name not in ("verification", "created_at")]
-    with database.read(engine) as s:
-        for chunk in _chunks(list(ids)):
-            query = select(*columns).where(among(s, table.c.id, chunk, BigInteger))
-            rows.update((r.id, r) for r in s.execute(query).all())
-            query = select(
-                TaskReference.task_id, TaskReference.position, TaskReference.reference_id
-            )
-            for task_id, position, ref in s.execute(
-                query.where(among(s, TaskReference.task_id, chunk, BigInteger))
-            ):
-                refs.setdefault(task_id, []).append((position, ref))
-    return rows, {t: tuple(r for _, r in sorted(v)) for t, v in refs.items()}
-
-
-def pool_task(row: Row, references: tuple[int, ...], estimate) -> PoolTask:
-    task = Task(
-        row.type,
-        row.program,
-        tuple(row.inputs),
-        tuple(row.outputs),
-        row.message,
-        row.n_visible,
-        row.cpu_s,
-    )
-    prov = Provenance(
-        row.origin, row.step, row.model_version, row.source, row.source_id, references
-    )
-    return PoolTask(row.id, task, row.hash, prov, estimate)
