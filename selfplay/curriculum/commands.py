@@ -22,6 +22,8 @@ from sqlalchemy.exc import OperationalError
 
 from selfplay import config as config_module
 from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.pool import ORIGINS
+from selfplay.types import TASK_TYPES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,8 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = commands.add_parser("export", help="write the pool as JSONL, Parquet or a datasets folder")
     p.add_argument("--format", required=True, choices=("jsonl", "parquet", "hf"))
     p.add_argument("--out", required=True, help="file (jsonl, parquet) or folder (hf)")
-    p.add_argument("--type", nargs="+", default=(), dest="types", metavar="TYPE")
-    p.add_argument("--origin", nargs="+", default=(), dest="origins", metavar="ORIGIN")
+    p.add_argument("--type", nargs="+", default=(), dest="types", choices=TASK_TYPES)
+    p.add_argument("--origin", nargs="+", default=(), dest="origins", choices=ORIGINS)
     p.add_argument("--min-p", type=float, default=0.0, help="lowest estimated solve rate")
     p.add_argument("--max-p", type=float, default=1.0, help="highest estimated solve rate")
     p.add_argument("--min-answers", type=int, default=0, help="fewest recorded answers")
@@ -122,14 +124,17 @@ def _print_report(report) -> None:
 def export_command(args: argparse.Namespace) -> int:
     from selfplay.curriculum.export import ExportFilter, export
 
-    flt = ExportFilter(
-        tuple(args.types),
-        tuple(args.origins),
-        args.min_p,
-        args.max_p,
-        args.min_answers,
-        args.verified_only,
-    )
+    try:
+        flt = ExportFilter(
+            tuple(args.types),
+            tuple(args.origins),
+            args.min_p,
+            args.max_p,
+            args.min_answers,
+            args.verified_only,
+        )
+    except ValueError as err:
+        raise StoreError(str(err)) from None
     _, store = _open(args, create=False)
     with store:
         count = export(store, args.format, args.out, flt, args.step)

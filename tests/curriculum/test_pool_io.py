@@ -159,6 +159,31 @@ def test_command_line_import_export_stats(tmp_path):
         [*run, "stats", "--store", str(tmp_path / "none.sqlite")], capture_output=True, text=True
     )
     assert bad.returncode == 1 and "holds no tasks" in bad.stderr
+    bad = subprocess.run(
+        [*run, "stats", "--store", "postgresql://nobody@127.0.0.1:1/none"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "cannot open the store" in bad.stderr, bad.stderr
+    bad = subprocess.run(
+        [
+            *run,
+            "export",
+            "--store",
+            db,
+            "--format",
+            "jsonl",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+            "--min-p",
+            "0.9",
+            "--max-p",
+            "0.1",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "min_p" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.mark.data
