@@ -63,18 +63,20 @@ class TaskStore:
         config: CurriculumConfig | None = None,
         *,
         create: bool = True,
+        run_config: dict | None = None,
     ) -> TaskStore:
         """Open (creating or migrating as needed) the pool of `run` in `store`.
 
         `store` is a SQLite file path or a database URL (default `config.store`); `run`
-        defaults to `config.run`. With `create=False` a missing run is an error.
+        defaults to `config.run`. With `create=False` a missing run is an error. A new run
+        keeps `run_config` (the resolved configuration, as plain data) for provenance.
         """
         config = config or CurriculumConfig()
         run = run or config.run
         engine = database.create(database.resolve_url(store or config.store, run), config)
         try:
             rebuild = ensure_schema(engine)
-            run_id = writes.find_or_create_run(engine, run, create)
+            run_id = writes.find_or_create_run(engine, run, create, run_config)
         except BaseException:
             engine.dispose()
             raise

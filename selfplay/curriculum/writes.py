@@ -39,7 +39,7 @@ from selfplay.curriculum.records import (
 from selfplay.curriculum.schema import Ability, Attempt, Run, TaskReference, TaskRow, TaskStats
 from selfplay.types import TASK_TYPES, Task
 
-CHUNK = 5000  # ids per IN (...) list: below every back-end's parameter limit
+CHUNK = 5000  # values per lookup or statement: bounds the size of one SQL parameter
 STATE = ("succ", "fail", "last_step", "difficulty", "difficulty_precision")
 COUNTS = ("n_answers", "n_correct")
 
@@ -59,13 +59,16 @@ def chunks(items: Sequence, size: int = CHUNK):
         yield items[start : start + size]
 
 
-def find_or_create_run(engine, name: str, create: bool) -> int:
+def find_or_create_run(engine, name: str, create: bool, config: dict | None = None) -> int:
     with database.write(engine) as s:
         run_id = s.scalar(select(Run.id).where(Run.name == name))
         if run_id is None:
             if not create:
                 raise StoreError(f"the store has no run named {name!r}")
-            run_id = s.scalar(insert(Run).returning(Run.id), [{"name": name}])
+            run = Run(name=name, config=config)
+            s.add(run)
+            s.flush()
+            run_id = run.id
         return run_id
 
 

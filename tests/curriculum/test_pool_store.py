@@ -28,6 +28,20 @@ def test_dedup_within_a_run_returns_existing_ids(store_url, config):
     assert sorted(TaskStore.runs(store_url)) == ["a", "b"]
 
 
+def test_a_new_run_keeps_its_configuration(store_url):
+    import sqlalchemy as sa
+
+    from selfplay.curriculum.database import resolve_url
+    from selfplay.curriculum.schema import Run
+
+    TaskStore.open(store_url, run="cfg", run_config={"curriculum": {"shape": "azr"}}).close()
+    engine = sa.create_engine(resolve_url(store_url, "cfg"))
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(Run.config).where(Run.name == "cfg")).scalar_one()
+    engine.dispose()
+    assert stored == {"curriculum": {"shape": "azr"}}
+
+
 def test_provenance_and_references_round_trip(store_url, config):
     with TaskStore.open(store_url, run="r", config=config) as store:
         refs = store.add_tasks([task(1), task(2)], Provenance("seed")).ids
