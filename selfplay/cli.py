@@ -1,6 +1,7 @@
 """The `selfplay` command. Each area registers its own subcommands:
 
 validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
+pool                  the task pool: import, export, stats (selfplay/curriculum/commands.py)
 config                every configuration field with its documentation
 """
 
@@ -10,6 +11,7 @@ import argparse
 import sys
 
 from selfplay import config as config_module
+from selfplay.curriculum import commands as curriculum_commands
 from selfplay.executor import commands as executor_commands
 
 
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     executor_commands.register(sub)
+    curriculum_commands.register(sub)
     p = sub.add_parser("config", help="list every configuration field")
     p.set_defaults(handler=_config_command)
     return parser
@@ -33,11 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from selfplay.config import ConfigError
+    from selfplay.curriculum.database import StoreError
     from selfplay.executor.runner import SandboxError, SandboxUnavailable
 
     try:
         return args.handler(args)
-    except (ConfigError, SandboxUnavailable, SandboxError, OSError) as err:
+    except (ConfigError, SandboxUnavailable, SandboxError, OSError, StoreError) as err:
         print(f"selfplay {args.command}: {err}", file=sys.stderr)
         return 1
 

@@ -24,6 +24,7 @@ from selfplay.executor.modules import OPTIONAL_MODULES
 __all__ = [
     "knob",
     "ExecutorConfig",
+    "CurriculumConfig",
     "Config",
     "ConfigError",
     "load",
@@ -111,11 +112,101 @@ def _positive(obj, *names: str) -> None:
             raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
 
 
+LEARNABILITY_SHAPES = ("azr", "rzero_band", "rzero_peak", "variance")
+TASK_TYPE_ORDER = ("deduction", "abduction", "induction")
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """The task pool: storage, difficulty estimates and the frontier sampler."""
+
+    store: str = knob(
+        "store/{run}.sqlite",
+        "task pool: a SQLite file path or a database URL; {run} becomes the run name",
+    )
+    run: str = knob("default", "name of the run whose tasks the pool holds (dedup is per run)")
+    sqlite_synchronous: str = knob(
+        "NORMAL",
+        "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power loss",
+    )
+    busy_timeout_s: float = knob(30.0, "seconds to wait for another writer's lock")
+    sqlite_background_checkpoint: bool = knob(
+        True, "copy SQLite's write-ahead log into the database on a background thread"
+    )
+    sqlite_cache_mb: int = knob(
+        128, "SQLite page cache per connection, MiB (the dedup index of 1M tasks is ~100 MiB)"
+    )
+    discount: float = knob(
+        0.9, "weight of one answer per step of age in the solve-rate posterior (1 = no forgetting)"
+    )
+    prior_successes: float = knob(1.0, "Beta prior pseudo-successes of the plain posterior")
+    prior_failures: float = knob(1.0, "Beta prior pseudo-failures of the plain posterior")
+    irt_prior_strength: float = knob(
+        4.0, "pseudo-answers the item-response prediction is worth in the combined estimate"
+    )
+    irt_lr: float = knob(1.0, "scale of each online Newton step of the Rasch fit (1 = full)")
+    difficulty_prior_sd: float = knob(1.5, "prior s.d. of a task's Rasch difficulty (logits)")
+    ability_prior_sd: float = knob(1.5, "prior s.d. of the first step's solver ability (logits)")
+    ability_drift_sd: float = knob(
+        0.3, "s.d. of the change of solver ability from one step to the next (logits)"
+    )
+    ability_iterations: int = knob(4, "Newton iterations on the ability per recorded batch")
+    shape: str = knob("azr", f"learnability shape of the sampler: {', '.join(LEARNABILITY_SHAPES)}")
+    rollouts: int = knob(8, "answers per task in a solver group, as the azr shape assumes")
+    band: tuple[float, ...] = knob(
+        (0.3, 0.8), "solve-rate band (low, high) of the rzero_band shape and of frontier metrics"
+    )
+    explore_weight: float = knob(
+        1.0, "weight of never-attempted tasks, as a multiple of the shape's maximum (0 = none)"
+    )
+    recent_share: float = knob(
+        0.25, "largest share of a batch drawn from tasks created in the last recent_steps steps"
+    )
+    recent_steps: int = knob(1, "how many latest steps count as recent for recent_share")
+    type_quotas: tuple[float, ...] = knob(
+        (1.0, 1.0, 1.0), "relative share of deduction, abduction, induction in a batch"
+    )
+    seed: int = knob(0, "seed of the sampler; a draw depends only on (seed, step, salt, pool)")
+    references: int = knob(6, "reference tasks shown to the proposer per prompt (K)")
+    reference_candidates: int = knob(4, "candidates drawn per reference slot before diversifying")
+    reference_max_similarity: float = knob(
+        0.7, "largest token Jaccard similarity between two references of one prompt"
+    )
+    seed_visible_fraction: float = knob(
+        0.5, "share of an imported induction task's pairs shown to the solver; the rest are hidden"
+    )
+    import_batch: int = knob(512, "records validated and inserted per batch on import")
+
+    def __post_init__(self) -> None:
+        if self.shape not in LEARNABILITY_SHAPES:
+            raise ConfigError(
+                f"curriculum.shape: {self.shape!r} is not one of {LEARNABILITY_SHAPES}"
+            )
+        if self.sqlite_synchronous not in ("FULL", "NORMAL", "EXTRA"):
+            raise ConfigError("curriculum.sqlite_synchronous must be FULL, NORMAL or EXTRA")
+        if len(self.band) != 2 or not 0 <= self.band[0] <= self.band[1] <= 1:
+            raise ConfigError("curriculum.band must be (low, high) with 0 <= low <= high <= 1")
+        if len(self.type_quotas) != 3 or min(self.type_quotas) < 0 or sum(self.type_quotas) <= 0:
+            raise ConfigError(f"curriculum.type_quotas needs 3 weights >= 0 for {TASK_TYPE_ORDER}")
+        if not 0 < self.discount <= 1:
+            raise ConfigError("curriculum.discount must be in (0, 1]")
+        for name in ("recent_share", "seed_visible_fraction", "reference_max_similarity"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"curriculum.{name} must be in [0, 1]")
+        _positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
+        _positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
+        _positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
+        _positive(self, "rollouts")
+        if self.ability_drift_sd < 0 or self.explore_weight < 0:
+            raise ConfigError("curriculum.ability_drift_sd and explore_weight must be >= 0")
+
+
 @dataclass(frozen=True)
 class Config:
     """A whole run."""
 
     executor: ExecutorConfig = section(ExecutorConfig, "the sandboxed executor")
+    curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
 
 
 # ---------------------------------------------------------------------------------------------

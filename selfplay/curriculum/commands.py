@@ -1,0 +1,155 @@
+"""`selfplay pool import|export|stats`: the task pool from the command line.
+
+  selfplay pool import FILE... --store PATH_OR_URL [--labeled] [--run NAME] [--rejects OUT]
+  selfplay pool export --store PATH_OR_URL --format jsonl|parquet|hf --out PATH [filters]
+  selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json]
+
+`--store` is a SQLite file path or a database URL. Without `--run`, a store holding one run
+means that run; an empty store gets `curriculum.run` on import. Import prints one JSON summary
+per file (acceptance rate, rejects by reason) and a table on stderr; `--rejects` writes every
+reject with its line and reason as JSONL. Trailing `section.field=value` arguments override the
+configuration (e.g. `curriculum.seed_visible_fraction=0.5 executor.workers=4`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from sqlalchemy.exc import OperationalError
+
+from selfplay import config as config_module
+from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.pool import ORIGINS
+from selfplay.types import TASK_TYPES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    pool = sub.add_parser("pool", help="the task pool: import seeds, export, statistics")
+    commands = pool.add_subparsers(dest="pool_command", required=True)
+
+    p = commands.add_parser("import", help="validate and add the tasks of seed files")
+    p.add_argument("files", nargs="+", metavar="FILE", help="JSONL (or .jsonl.gz, .parquet)")
+    p.add_argument("--labeled", action="store_true", help="mark the tasks as a labeled set")
+    p.add_argument("--types", nargs="+", choices=("deduction", "abduction", "induction"))
+    p.add_argument("--rejects", help="write every reject (line, reason, detail) to this JSONL")
+    _common(p)
+    p.set_defaults(handler=import_command)
+
+    p = commands.add_parser("export", help="write the pool as JSONL, Parquet or a datasets folder")
+    p.add_argument("--format", required=True, choices=("jsonl", "parquet", "hf"))
+    p.add_argument("--out", required=True, help="file (jsonl, parquet) or folder (hf)")
+    p.add_argument("--type", nargs="+", default=(), dest="types", choices=TASK_TYPES)
+    p.add_argument("--origin", nargs="+", default=(), dest="origins", choices=ORIGINS)
+    p.add_argument("--min-p", type=float, default=0.0, help="lowest estimated solve rate")
+    p.add_argument("--max-p", type=float, default=1.0, help="highest estimated solve rate")
+    p.add_argument("--min-answers", type=int, default=0, help="fewest recorded answers")
+    p.add_argument("--verified-only", action="store_true", help="only executor-validated tasks")
+    p.add_argument("--step", type=int, help="estimate at this step (default: the last)")
+    _common(p)
+    p.set_defaults(handler=export_command)
+
+    p = commands.add_parser("stats", help="counts, difficulty histogram and growth")
+    p.add_argument("--step", type=int, help="estimate at this step (default: the last)")
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    _common(p)
+    p.set_defaults(handler=stats_command)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", required=True, help="SQLite file path or database URL")
+    p.add_argument("--run", help="run name (default: the store's only run)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+
+
+def _open(args, create: bool):
+    from selfplay.curriculum.store import TaskStore
+
+    cfg = config_module.load(None, args.overrides)
+    try:
+        return _open_store(TaskStore, cfg, args, create)
+    except OperationalError as err:
+        raise StoreError(f"cannot open the store {args.store}: {err.orig}") from None
+
+
+def _open_store(TaskStore, cfg, args, create: bool):
+    run = args.run
+    if run is None:
+        runs = TaskStore.runs(args.store, cfg.curriculum)
+        if len(runs) > 1:
+            raise StoreError(f"the store holds runs {runs}; choose one with --run")
+        if not runs and not create:
+            raise StoreError(f"the store {args.store} holds no tasks")
+        run = runs[0] if runs else cfg.curriculum.run
+    return cfg, TaskStore.open(args.store, run, cfg.curriculum, create=create)
+
+
+def import_command(args: argparse.Namespace) -> int:
+    from selfplay.curriculum.importer import import_file
+    from selfplay.executor.api import Executor
+
+    cfg, store = _open(args, create=True)
+    rejects = open(args.rejects, "w", encoding="utf-8") if args.rejects else None  # noqa: SIM115
+    with store, Executor(cfg.executor) as executor:
+        for path in args.files:
+            report = import_file(store, path, executor, labeled=args.labeled, types=args.types)
+            print(json.dumps(report.summary()), flush=True)
+            _print_report(report)
+            for reject in report.rejects if rejects else ():
+                rejects.write(
+                    json.dumps({"file": report.file, **dataclasses.asdict(reject)}) + "\n"
+                )
+    if rejects:
+        rejects.close()
+    return 0
+
+
+def _print_report(report) -> None:
+    out = sys.stderr
+    print(
+        f"{report.file} ({report.format}): {report.records} records, {report.candidates} "
+        f"candidate tasks, {report.accepted} accepted ({100 * report.acceptance_rate:.1f}%): "
+        f"{report.added} added, {report.duplicates} already in the pool",
+        file=out,
+    )
+    for reason, count in report.reasons().most_common():
+        example = next(r for r in report.rejects if r.reason == reason)
+        print(
+            f"  {count:>6}  {reason:<28} e.g. line {example.line}: {example.detail[:70]}", file=out
+        )
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from selfplay.curriculum.export import ExportFilter, export
+
+    try:
+        flt = ExportFilter(
+            tuple(args.types),
+            tuple(args.origins),
+            args.min_p,
+            args.max_p,
+            args.min_answers,
+            args.verified_only,
+        )
+    except ValueError as err:
+        raise StoreError(str(err)) from None
+    _, store = _open(args, create=False)
+    with store:
+        count = export(store, args.format, args.out, flt, args.step)
+    print(f"exported {count} tasks to {args.out}", file=sys.stderr)
+    return 0
+
+
+def stats_command(args: argparse.Namespace) -> int:
+    _, store = _open(args, create=False)
+    with store:
+        stats = store.stats(args.step)
+    if args.json:
+        data = dataclasses.asdict(stats)
+        data["by_type_origin"] = {f"{t}/{o}": c for (t, o), c in stats.by_type_origin.items()}
+        print(json.dumps(data))
+    else:
+        print(stats.table())
+    return 0

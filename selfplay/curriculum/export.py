@@ -1,0 +1,220 @@
+"""Export of a pool: JSONL, Parquet, or a folder that `datasets.load_from_disk` reads.
+
+One record per task, in task id order (the order they entered the pool), with the task, its
+full provenance and its difficulty estimates at the export step:
+
+  id ("run/task id"), task_id, run, hash, type, program, inputs, outputs, message, n_visible,
+  cpu_s, origin, source, source_id, step, model_version, created_at, references (content
+  hashes of the tasks the proposer was shown: they identify tasks across pools),
+  reference_ids, verification (the validation record, as JSON text), n_answers, n_correct,
+  p, posterior_mean, effective_answers, irt_p, difficulty, difficulty_sd, ability,
+  estimated_at_step
+
+Filters: types, origins, a range of the estimated solve rate p, a minimum number of answers,
+and `verified_only` (tasks whose stored validation record says the executor accepted them).
+The JSONL form is the generic seed format, so an export imports back (`selfplay pool import`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from selfplay.curriculum import reads
+from selfplay.curriculum.pool import ORIGINS
+from selfplay.types import TASK_TYPES
+
+FORMATS = ("jsonl", "parquet", "hf")
+CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class ExportFilter:
+    types: tuple[str, ...] = ()  # empty: all
+    origins: tuple[str, ...] = ()
+    min_p: float = 0.0
+    max_p: float = 1.0
+    min_answers: int = 0
+    verified_only: bool = False
+
+    def __post_init__(self) -> None:
+        for name, values, known in (
+            ("type", self.types, TASK_TYPES),
+            ("origin", self.origins, ORIGINS),
+        ):
+            unknown = sorted(set(values) - set(known))
+            if unknown:
+                raise ValueError(f"unknown {name} {unknown[0]!r}; know {', '.join(known)}")
+        if not 0 <= self.min_p <= self.max_p <= 1:
+            raise ValueError("need 0 <= min_p <= max_p <= 1")
+
+
+def selected_positions(store, flt: ExportFilter, step: int) -> np.ndarray:
+    """Index positions of the tasks that pass the filter's numeric parts, in id order."""
+    ix = store.index
+    keep = np.ones(len(ix), dtype=bool)
+    if flt.types:
+        keep &= np.isin(ix["type"], [TASK_TYPES.index(t) for t in flt.types])
+    if flt.origins:
+        keep &= np.isin(ix["origin"], [ORIGINS.index(o) for o in flt.origins])
+    p, _ = store.solve_rates(step)
+    keep &= (p >= flt.min_p) & (p <= flt.max_p) & (ix["n_answers"] >= flt.min_answers)
+    return np.flatnonzero(keep)
+
+
+def records(store, flt: ExportFilter, step: int | None = None) -> Iterator[dict]:
+    """The export records, in task id order."""
+    step = store.last_step if step is None else step
+    positions = selected_positions(store, flt, step)
+    ids = store.index["id"]
+    for start in range(0, len(positions), CHUNK):
+        chunk = positions[start : start + CHUNK]
+        task_ids = ids[chunk].tolist()
+        rows, refs = reads.load_rows(store.engine, task_ids, full=True)
+        ref_hashes = _hashes(store, {r for v in refs.values() for r in v})
+        for task_id, estimate in zip(task_ids, store._estimates(chunk, step), strict=True):
+            row = rows[task_id]
+            if flt.verified_only and not (row.verification or {}).get("ok"):
+                continue
+            yield _record(store, row, refs.get(task_id, ()), ref_hashes, estimate, step)
+
+
+def _hashes(store, ids: set[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    rows, _ = reads.load_rows(store.engine, sorted(ids))
+    return {i: r.hash for i, r in rows.items()}
+
+
+def _record(store, row, refs, ref_hashes, e, step: int) -> dict:
+    return {
+        "id": f"{store.run}/{row.id}",
+        "task_id": row.id,
+        "run": store.run,
+        "hash": row.hash,
+        "type": row.type,
+        "program": row.program,
+        "inputs": list(row.inputs),
+        "outputs": list(row.outputs),
+        "message": row.message,
+        "n_visible": row.n_visible,
+        "cpu_s": row.cpu_s,
+        "origin": row.origin,
+        "source": row.source,
+        "source_id": row.source_id,
+        "step": row.step,
+        "model_version": row.model_version,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+        "references": [ref_hashes[r] for r in refs],
+        "reference_ids": list(refs),
+        "verification": json.dumps(row.verification, sort_keys=True),
+        "n_answers": e.n_answers,
+        "n_correct": e.n_correct,
+        "p": e.p,
+        "posterior_mean": e.posterior_mean,
+        "effective_answers": e.effective_answers,
+        "irt_p": e.irt_p,
+        "difficulty": e.difficulty,
+        "difficulty_sd": e.difficulty_sd,
+        "ability": e.ability,
+        "estimated_at_step": step,
+    }
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    text, ints, floats = pa.string(), pa.int64(), pa.float64()
+    fields = {
+        "id": text,
+        "task_id": ints,
+        "run": text,
+        "hash": text,
+        "type": text,
+        "program": text,
+        "inputs": pa.list_(text),
+        "outputs": pa.list_(text),
+        "message": text,
+        "n_visible": ints,
+        "cpu_s": floats,
+        "origin": text,
+        "source": text,
+        "source_id": text,
+        "step": ints,
+        "model_version": text,
+        "created_at": text,
+        "references": pa.list_(text),
+        "reference_ids": pa.list_(ints),
+        "verification": text,
+        "n_answers": ints,
+        "n_correct": ints,
+        "p": floats,
+        "posterior_mean": floats,
+        "effective_answers": floats,
+        "irt_p": floats,
+        "difficulty": floats,
+        "difficulty_sd": floats,
+        "ability": floats,
+        "estimated_at_step": ints,
+    }
+    return pa.schema(list(fields.items()))
+
+
+def export(store, fmt: str, out: str | Path, flt: ExportFilter, step: int | None = None) -> int:
+    """Write the filtered pool to `out` in `fmt`; returns the number of tasks written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; know {FORMATS}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    items = records(store, flt, step)
+    if fmt == "jsonl":
+        count = 0
+        with out.open("w", encoding="utf-8") as stream:
+            for record in items:
+                stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+        return count
+    if fmt == "parquet":
+        return _parquet(items, out)
+    return _hf(items, out)
+
+
+def _batches(items: Iterator[dict]):
+    import pyarrow as pa
+
+    schema, batch = arrow_schema(), []
+    for record in items:
+        batch.append(record)
+        if len(batch) >= CHUNK:
+            yield pa.Table.from_pylist(batch, schema=schema)
+            batch = []
+    yield pa.Table.from_pylist(batch, schema=schema)
+
+
+def _parquet(items, out: Path) -> int:
+    import pyarrow.parquet as pq
+
+    count = 0
+    with pq.ParquetWriter(out, arrow_schema()) as writer:
+        for table in _batches(items):
+            writer.write_table(table)
+            count += table.num_rows
+    return count
+
+
+def _hf(items, out: Path) -> int:
+    try:
+        import datasets
+    except ModuleNotFoundError:
+        raise RuntimeError(
+            "--format hf needs the `datasets` package: pip install 'selfplay[hf]'"
+        ) from None
+    import pyarrow as pa
+
+    table = pa.concat_tables(list(_batches(items)))
+    datasets.Dataset(datasets.table.InMemoryTable(table)).save_to_disk(str(out))
+    return table.num_rows

@@ -1,0 +1,227 @@
+"""Importing seed files into a pool: every candidate is validated again by the executor.
+
+For each candidate task (see `seeds.py`):
+
+1. Each (program, input) case runs in the sandbox, twice, in `literal` input mode: the mode
+   the solver's answers are checked in, so every stored input must be a literal.
+2. An input that is not a literal (CRUXEval has `dict(a=1)`, AZR `-1 * (10 ** 9)`) is
+   evaluated in the sandbox in `expression` mode by a capture program that returns the
+   arguments, keeping dict insertion order (which can change what a program does); the
+   literal text rebuilt from them replaces the input, and step 1 runs on it. An argument that
+   has no literal (a lambda) rejects the candidate.
+3. A given output must equal the computed one canonically; a given output that is itself an
+   expression is evaluated in the sandbox first.
+
+A candidate that fails anywhere is a `Reject` with the executor's reason (`syntax`,
+`policy:<rule>`, `timeout`, `nondeterministic`, `input:<why>`, `output_mismatch`, ...) and its
+line; a malformed record is a `malformed_record` reject. Nothing is dropped without a reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from selfplay.curriculum import seeds
+from selfplay.curriculum.records import Provenance, verification_record
+from selfplay.curriculum.seeds import Candidate, Reject
+from selfplay.executor import values
+from selfplay.types import Task, Verdict
+
+CAPTURE = """
+
+def encode_value(v):
+    if type(v) is dict:
+        return ['d', [[encode_value(k), encode_value(x)] for k, x in v.items()]]
+    if type(v) is list or type(v) is tuple:
+        return ['l' if type(v) is list else 't', [encode_value(x) for x in v]]
+    return ['v', v]
+
+def f(*args, **kwargs):
+    return [[encode_value(a) for a in args], [[k, encode_value(v)] for k, v in kwargs.items()]]
+"""
+IDENTITY = "def f(x):\n    return x\n"
+
+
+@dataclass
+class ImportReport:
+    file: str
+    format: str
+    labeled: bool
+    records: int = 0
+    candidates: int = 0
+    added: int = 0
+    duplicates: int = 0  # valid, but already in the pool
+    by_type: Counter = field(default_factory=Counter)  # accepted candidates per type
+    rejects: list[Reject] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> int:
+        return self.added + self.duplicates
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.candidates if self.candidates else 0.0
+
+    def reasons(self) -> Counter:
+        return Counter(r.reason for r in self.rejects)
+
+    def summary(self) -> dict:
+        return {
+            "file": self.file,
+            "format": self.format,
+            "labeled": self.labeled,
+            "records": self.records,
+            "candidates": self.candidates,
+            "accepted": self.accepted,
+            "added": self.added,
+            "duplicates": self.duplicates,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "by_type": dict(self.by_type),
+            "rejected": len(self.rejects),
+            "reasons": dict(self.reasons().most_common()),
+        }
+
+
+def import_file(store, path: str | Path, executor, *, labeled: bool = False, types=None):
+    """Validate and add the tasks of a seed file; returns an `ImportReport`."""
+    path = Path(path)
+    report = ImportReport(path.name, seeds.guess_format(path), labeled)
+    pending: list[Candidate] = []
+    for number, record in seeds.read_records(path):
+        report.records += 1
+        if isinstance(record, Reject):
+            report.rejects.append(record)
+            continue
+        try:
+            found = seeds.candidates(record, number, store.config.seed_visible_fraction)
+        except (ValueError, KeyError) as err:
+            report.rejects.append(
+                Reject(number, f"line {number}", None, "malformed_record", str(err))
+            )
+            continue
+        pending += [c for c in found if types is None or c.type in types]
+        if len(pending) >= store.config.import_batch:
+            _import_batch(store, executor, pending, report)
+            pending = []
+    if pending:
+        _import_batch(store, executor, pending, report)
+    return report
+
+
+def _import_batch(store, executor, batch: list[Candidate], report: ImportReport) -> None:
+    report.candidates += len(batch)
+    cases = [(c.program, i) for c in batch for i in c.inputs]
+    verdicts = _validate_literal(executor, cases)
+    given = _given_outputs(executor, [o for c in batch for o in c.outputs])
+    tasks, provenance, checks, start = [], [], [], 0
+    origin = "labeled" if report.labeled else "seed"
+    for cand in batch:
+        end = start + len(cand.inputs)
+        task = _task(store, cand, verdicts[start:end], given[start:end], report)
+        if task is not None:
+            tasks.append(task)
+            provenance.append(Provenance(origin, 0, "", report.file, cand.source_id))
+            checks.append(verification_record(verdicts[start:end], executor.isolation))
+        start = end
+    if tasks:
+        result = store.add_tasks(tasks, provenance, checks)
+        report.added += result.n_added
+        report.duplicates += result.n_duplicates
+        report.by_type.update(t.type for t in tasks)
+
+
+def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
+    def reject(reason: str, detail: str = "") -> None:
+        report.rejects.append(Reject(cand.line, cand.source_id, cand.type, reason, detail))
+
+    bad = next((v for v in verdicts if not v.ok), None)
+    if bad is not None:
+        return reject(bad.reason, bad.detail)
+    for verdict, want in zip(verdicts, given, strict=True):
+        if isinstance(want, Verdict):  # the given output could not be read
+            return reject(f"output:{want.reason}", want.detail)
+        if want is not None and want != verdict.output:
+            detail = f"given {want[:80]}, the program returns {verdict.output[:80]}"
+            return reject("output_mismatch", detail)
+    inputs = tuple(v.input for v in verdicts)
+    outputs = tuple(v.output for v in verdicts)
+    cpu = max(v.cpu_s for v in verdicts)
+    if cand.type != "induction":
+        return Task(cand.type, cand.program, inputs, outputs, cpu_s=cpu)
+    pairs = dict(zip(inputs, outputs, strict=True))  # repeated inputs add nothing
+    if len(pairs) < 2:
+        return reject("induction:too_few_pairs", "needs two different inputs or more")
+    try:
+        shown = seeds.visible_count(len(pairs), cand.n_visible, store.config.seed_visible_fraction)
+    except ValueError as err:
+        return reject("malformed_record", str(err))
+    return Task(
+        "induction", cand.program, tuple(pairs), tuple(pairs.values()), cand.message, shown, cpu
+    )
+
+
+def _validate_literal(executor, cases: Sequence[tuple[str, str]]) -> list[Verdict]:
+    """Validate in literal mode; inputs that are not literals are turned into literals first."""
+    verdicts = executor.validate(cases, inputs="literal")
+    redo = [i for i, v in enumerate(verdicts) if v.reason == "input:not_literal"]
+    if not redo:
+        return verdicts
+    captured = executor.validate([(cases[i][0] + CAPTURE, cases[i][1]) for i in redo], "expression")
+    again, where = [], []
+    for i, verdict in zip(redo, captured, strict=True):
+        text = _literal_args(verdict, executor.limits)
+        if isinstance(text, Verdict):
+            verdicts[i] = text
+        else:
+            again.append((cases[i][0], text))
+            where.append(i)
+    for i, verdict in zip(where, executor.validate(again, inputs="literal"), strict=True):
+        verdicts[i] = verdict
+    return verdicts
+
+
+def _literal_args(captured: Verdict, limits) -> str | Verdict:
+    """The literal argument text of a captured call, or a failing verdict."""
+    if not captured.ok:
+        reason = "input:not_literal" if captured.reason == "unserializable" else captured.reason
+        detail = f"evaluating the input: {captured.reason} {captured.detail}".strip()
+        return Verdict(
+            False, reason if reason.startswith("input:") else f"input:{reason}", detail=detail
+        )
+    args, kwargs = values.parse_literal(captured.output, limits)
+    parts = [_render(a, limits) for a in args]
+    parts += [f"{name}={_render(v, limits)}" for name, v in kwargs]
+    return ", ".join(parts)
+
+
+def _render(node, limits) -> str:
+    tag, value = node
+    if tag == "d":
+        return (
+            "{" + ", ".join(f"{_render(k, limits)}: {_render(v, limits)}" for k, v in value) + "}"
+        )
+    if tag in ("l", "t"):
+        items = ", ".join(_render(x, limits) for x in value)
+        return f"[{items}]" if tag == "l" else f"({items}{',' if len(value) == 1 else ''})"
+    return values.canonical(value, limits)
+
+
+def _given_outputs(executor, outputs: Sequence[str | None]) -> list[str | Verdict | None]:
+    """Canonical text of each given output; expressions are evaluated in the sandbox."""
+    out: list[str | Verdict | None] = []
+    evaluate = []
+    for i, text in enumerate(outputs):
+        try:
+            out.append(None if text is None else values.canonical_from_text(text, executor.limits))
+        except values.ValueRejected:
+            out.append(None)
+            evaluate.append(i)
+    verdicts = executor.validate([(IDENTITY, outputs[i]) for i in evaluate], "expression")
+    for i, verdict in zip(evaluate, verdicts, strict=True):
+        out[i] = (
+            verdict.output if verdict.ok else Verdict(False, "not_literal", detail=verdict.detail)
+        )
+    return out

@@ -1,0 +1,99 @@
+"""Schema versions: a new database gets the current schema; an older one is migrated in place.
+
+The version lives in `selfplay_meta` (`schema_version`). On open:
+
+* no tables at all: create the current schema;
+* an older version: run each migration step `v -> v + 1` in one transaction (both SQLite and
+  PostgreSQL roll DDL back with the transaction, so a failed or killed migration leaves the
+  database at its old version, never half-migrated);
+* a newer version: refuse with a message that names both versions;
+* tables but no version (another program's database): refuse, touching nothing.
+
+History:
+  1  runs, tasks (with the discounted solve-rate posterior in columns n_answers, n_correct,
+     succ, fail, last_step), task_references, attempts
+  2  the Rasch model, and the difficulty state moved to its own narrow table: `task_stats`
+     (posterior and Rasch difficulty per attempted task) and `abilities` (per step); the
+     migration drops the old columns and replays the recorded attempts to fit both models;
+     `attempts.batch` and `runs.batches` number the calls that recorded attempts (0 for
+     attempts from version 1), so that a replay groups answers exactly as they were recorded
+
+A migration step is written against the old tables as they were (plain DDL), never against the
+current ORM classes, which describe only the newest version.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from sqlalchemy import Connection, Engine, inspect, select, text
+
+from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.schema import SCHEMA_VERSION, Base, Meta
+
+log = logging.getLogger(__name__)
+
+
+def _v1_to_v2(conn: Connection) -> None:
+    Base.metadata.tables["task_stats"].create(conn)
+    Base.metadata.tables["abilities"].create(conn)
+    for column in ("n_answers", "n_correct", "succ", "fail", "last_step"):
+        conn.execute(text(f"ALTER TABLE tasks DROP COLUMN {column}"))
+    conn.execute(text("ALTER TABLE attempts ADD COLUMN batch INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE runs ADD COLUMN batches INTEGER NOT NULL DEFAULT 0"))
+
+
+#: version -> the step that migrates a database from it to version + 1
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+#: migrations after which the derived difficulty state must be recomputed from `attempts`
+REBUILDS_AFTER = {1}
+
+
+def ensure_schema(engine: Engine) -> bool:
+    """Create or migrate the schema; True when the difficulty state must be rebuilt."""
+    with engine.connect().execution_options(selfplay_write=True) as conn, conn.begin():
+        version = _version(conn)
+        if version is None:
+            Base.metadata.create_all(conn)
+            conn.execute(Meta.__table__.insert(), [_version_row(SCHEMA_VERSION)])
+            return False
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{_where(engine)} has task pool schema version {version}, made by a newer "
+                f"selfplay; this one reads versions up to {SCHEMA_VERSION}: upgrade selfplay"
+            )
+        rebuild = False
+        for v in range(version, SCHEMA_VERSION):
+            log.warning("migrating task pool %s from schema %d to %d", _where(engine), v, v + 1)
+            MIGRATIONS[v](conn)
+            rebuild = rebuild or v in REBUILDS_AFTER
+        if version < SCHEMA_VERSION:
+            conn.execute(
+                Meta.__table__.update().where(Meta.key == "schema_version"),
+                {"value": str(SCHEMA_VERSION)},
+            )
+        return rebuild
+
+
+def _version(conn: Connection) -> int | None:
+    tables = set(inspect(conn).get_table_names())
+    if Meta.__tablename__ not in tables:
+        if tables:
+            raise StoreError(
+                f"the database has tables ({', '.join(sorted(tables)[:5])}) but is not a "
+                "selfplay task pool (no selfplay_meta table); refusing to touch it"
+            )
+        return None
+    raw = conn.execute(select(Meta.value).where(Meta.key == "schema_version")).scalar()
+    if raw is None or not raw.isdigit() or int(raw) < 1:
+        raise StoreError(f"selfplay_meta has no valid schema_version (found {raw!r})")
+    return int(raw)
+
+
+def _version_row(version: int) -> dict:
+    return {"key": "schema_version", "value": str(version)}
+
+
+def _where(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)

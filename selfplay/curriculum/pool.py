@@ -1,0 +1,87 @@
+"""`PoolIndex`: the per-task numbers the sampler needs, held in memory as numpy columns.
+
+The database is the record; this is a cache of it, so that a frontier draw over a million
+tasks is a few vectorised passes instead of a million-row query. It is loaded when a store
+opens and updated by the same store's writes after they commit. Task ids only grow, so the
+columns stay sorted by id and an id is found by binary search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from selfplay.types import TASK_TYPES
+
+ORIGINS = ("proposed", "seed", "labeled")
+
+COLUMNS: dict[str, type] = {
+    "id": np.int64,
+    "type": np.int8,  # index into TASK_TYPES
+    "origin": np.int8,  # index into ORIGINS
+    "step": np.int64,  # step that produced the task
+    "n_answers": np.int64,
+    "n_correct": np.int64,
+    "succ": np.float64,
+    "fail": np.float64,
+    "last_step": np.int64,
+    "difficulty": np.float64,
+    "difficulty_precision": np.float64,
+}
+
+
+class PoolIndex:
+    def __init__(self) -> None:
+        self.size = 0
+        self._data = {name: np.empty(0, dtype=dtype) for name, dtype in COLUMNS.items()}
+        self._groups: list[np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """A column (a view: writes through)."""
+        return self._data[name][: self.size]
+
+    def append(self, rows: dict[str, np.ndarray]) -> None:
+        """Add tasks (all columns, equally long); keeps the columns sorted by id."""
+        count = len(rows["id"])
+        if count == 0:
+            return
+        if self.size + count > len(self._data["id"]):
+            capacity = max(1024, 2 * (self.size + count))
+            for name, column in self._data.items():
+                grown = np.empty(capacity, dtype=column.dtype)
+                grown[: self.size] = column[: self.size]
+                self._data[name] = grown
+        for name, column in self._data.items():
+            column[self.size : self.size + count] = rows[name]
+        self.size += count
+        ids = self["id"]
+        if count and self.size > count and ids[self.size - count] <= ids[self.size - count - 1]:
+            order = np.argsort(ids, kind="stable")  # another writer's ids arrived late
+            for name in self._data:
+                self._data[name][: self.size] = self[name][order]
+        self._groups = None
+
+    def positions(self, ids) -> np.ndarray:
+        """Positions of task ids; KeyError for ids this index does not hold."""
+        ids = np.asarray(ids, dtype=np.int64)
+        found = np.searchsorted(self["id"], ids)
+        found = np.minimum(found, max(self.size - 1, 0))
+        if self.size == 0 or not np.array_equal(self["id"][found], ids):
+            missing = ids[(self.size == 0) | (self["id"][found] != ids)] if self.size else ids
+            raise KeyError(f"task ids not in this pool: {missing[:5].tolist()}")
+        return found
+
+    def groups(self) -> list[np.ndarray]:
+        """Positions of each task type, in TASK_TYPES order (cached until the next append)."""
+        if self._groups is None:
+            types = self["type"]
+            self._groups = [np.flatnonzero(types == i) for i in range(len(TASK_TYPES))]
+        return self._groups
+
+    @property
+    def max_step(self) -> int:
+        if self.size == 0:
+            return 0
+        return int(max(self["step"].max(), self["last_step"].max()))

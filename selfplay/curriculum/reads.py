@@ -1,0 +1,98 @@
+"""Reading the pool: the in-memory index of a run, and task rows by id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy import BigInteger, Row, case, select
+
+from selfplay.curriculum import database
+from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.pool import ORIGINS, PoolIndex
+from selfplay.curriculum.records import PoolTask, Provenance
+from selfplay.curriculum.schema import TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.writes import COUNTS, STATE, among, chunks
+from selfplay.types import TASK_TYPES, Task
+
+
+def load_index(engine, run_id: int) -> PoolIndex:
+    """The per-task state of a run, read in id order straight into numpy columns: the tasks'
+    fixed columns (types as small integers, computed by the database), then the stats rows."""
+    index = PoolIndex()
+    query = (
+        select(
+            TaskRow.id,
+            _code(TaskRow.type, TASK_TYPES),
+            _code(TaskRow.origin, ORIGINS),
+            TaskRow.step,
+        )
+        .where(TaskRow.run_id == run_id)
+        .order_by(TaskRow.id)
+    )
+    stats = [TaskStats.task_id, *(getattr(TaskStats, c) for c in (*COUNTS, *STATE))]
+    with database.read(engine) as s:
+        conn = s.connection()
+        for part in conn.execute(query.execution_options(yield_per=200_000)).partitions():
+            table = np.array(list(map(tuple, part)), dtype=np.int64).reshape(-1, 4)
+            if (table[:, 1:3] < 0).any():
+                raise StoreError("the pool holds a task type or origin this version does not know")
+            batch = {
+                "id": table[:, 0],
+                "type": table[:, 1],
+                "origin": table[:, 2],
+                "step": table[:, 3],
+            }
+            for name in (*COUNTS, *STATE):
+                batch[name] = np.zeros(len(table))
+            index.append(batch)
+        rows = conn.execute(select(*stats).where(TaskStats.run_id == run_id)).all()
+    if rows:
+        table = np.array(list(map(tuple, rows)), dtype=np.float64)
+        pos = index.positions(table[:, 0].astype(np.int64))
+        for j, name in enumerate((*COUNTS, *STATE), start=1):
+            index[name][pos] = table[:, j]
+    return index
+
+
+def _code(column, names: Sequence[str]):
+    return case({name: i for i, name in enumerate(names)}, value=column, else_=-1)
+
+
+def load_rows(
+    engine, ids: Sequence[int], full: bool = False
+) -> tuple[dict[int, Row], dict[int, tuple]]:
+    """Task rows (as plain rows) and their references, by id; `full` adds the verification
+    record and creation time, which a draw does not need."""
+    rows: dict[int, Row] = {}
+    refs: dict[int, list[tuple[int, int]]] = {}
+    table = TaskRow.__table__
+    columns = [c for c in table.c if full or c.name not in ("verification", "created_at")]
+    with database.read(engine) as s:
+        for chunk in chunks(list(ids)):
+            query = select(*columns).where(among(s, table.c.id, chunk, BigInteger))
+            rows.update((r.id, r) for r in s.execute(query).all())
+            query = select(
+                TaskReference.task_id, TaskReference.position, TaskReference.reference_id
+            )
+            for task_id, position, ref in s.execute(
+                query.where(among(s, TaskReference.task_id, chunk, BigInteger))
+            ):
+                refs.setdefault(task_id, []).append((position, ref))
+    return rows, {t: tuple(r for _, r in sorted(v)) for t, v in refs.items()}
+
+
+def pool_task(row: Row, references: tuple[int, ...], estimate) -> PoolTask:
+    task = Task(
+        row.type,
+        row.program,
+        tuple(row.inputs),
+        tuple(row.outputs),
+        row.message,
+        row.n_visible,
+        row.cpu_s,
+    )
+    prov = Provenance(
+        row.origin, row.step, row.model_version, row.source, row.source_id, references
+    )
+    return PoolTask(row.id, task, row.hash, prov, estimate)

@@ -1,0 +1,89 @@
+"""Recomputing the difficulty state from the recorded attempts alone.
+
+The state in `task_stats` and `abilities` is a function of `attempts` and the configuration
+(discount, priors, Rasch settings). Replaying the attempts in the groups they were recorded in (one
+`record_attempts` call each, numbered by `attempts.batch`), in that order, through the same
+online updates rebuilds it exactly: after a
+migration from a schema without it, or after a change of those settings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import delete, insert, select
+
+from selfplay.curriculum import database, difficulty
+from selfplay.curriculum.schema import Ability, Attempt, TaskRow, TaskStats
+from selfplay.curriculum.writes import COUNTS, STATE, write_state
+
+
+def rebuild_estimates(store) -> None:
+    """Reset the run's difficulty state and abilities and replay its attempts, in one
+    transaction (a reader sees the old state or the new one, never a mix)."""
+    cfg = store.config
+    with database.write(store.engine) as s:
+        ids = np.array(s.scalars(select(TaskRow.id).where(TaskRow.run_id == store.run_id)).all())
+        ids = np.sort(ids).astype(np.int64)
+        state = {name: np.zeros(len(ids)) for name in (*COUNTS, *STATE)}
+        touched = np.zeros(len(ids), dtype=bool)
+        s.execute(delete(TaskStats).where(TaskStats.run_id == store.run_id))
+        s.execute(delete(Ability).where(Ability.run_id == store.run_id))
+        abilities: dict[int, tuple[float, float, int]] = {}
+        query = (
+            select(
+                Attempt.task_id,
+                Attempt.step,
+                Attempt.model_version,
+                Attempt.n,
+                Attempt.correct,
+                Attempt.batch,
+            )
+            .where(Attempt.run_id == store.run_id)
+            .order_by(Attempt.batch, Attempt.step, Attempt.id)
+        )
+        for (step, _), group in _groups(s.execute(query).all()):
+            pos = np.searchsorted(ids, [a.task_id for a in group])
+            n = np.array([a.n for a in group], dtype=np.float64)
+            k = np.array([a.correct for a in group], dtype=np.float64)
+            part = {name: column[pos] for name, column in state.items()}
+            new = difficulty.apply_batch(cfg, part, step, n, k, _prior(cfg, abilities, step))
+            values = (new.succ, new.fail, new.last_step, new.difficulty, new.precision)
+            for name, value in zip(STATE, values, strict=True):
+                state[name][pos] = value
+            state["n_answers"][pos] += n
+            state["n_correct"][pos] += k
+            touched[pos] = True
+            answers = abilities.get(step, (0, 0, 0))[2] + int(n.sum())
+            abilities[step] = (new.theta, new.theta_precision, answers)
+        write_state(s, store.run_id, ids[touched], {c: v[touched] for c, v in state.items()})
+        rows = [
+            {"run_id": store.run_id, "step": st, "theta": t, "precision": p, "n_answers": a}
+            for st, (t, p, a) in sorted(abilities.items())
+        ]
+        if rows:
+            s.execute(insert(Ability), rows)
+
+
+def _groups(attempts):
+    """Runs of consecutive attempts of one recording call: the same (step, model version,
+    batch); attempts from schema version 1 (batch 0) group by (step, model version)."""
+    group, key = [], None
+    for a in attempts:
+        if (a.step, a.model_version, a.batch) != key and group:
+            yield key[:2], group
+            group = []
+        key = (a.step, a.model_version, a.batch)
+        group.append(a)
+    if group:
+        yield key[:2], group
+
+
+def _prior(cfg, abilities: dict, step: int) -> tuple[float, float]:
+    if step in abilities:
+        return abilities[step][:2]
+    earlier = [st for st in abilities if st < step]
+    previous = None
+    if earlier:
+        last = max(earlier)
+        previous = (last, *abilities[last][:2])
+    return difficulty.ability_prior(cfg, previous, step)

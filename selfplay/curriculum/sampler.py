@@ -1,0 +1,172 @@
+"""The frontier sampler: which pool tasks the solver sees, and which the proposer is shown.
+
+A task's weight is its learnability under a named shape of its estimated solve rate p
+(`difficulty.py`); `curriculum.shape` picks one:
+
+  azr         AZR's proposer reward is 1 - r for the solve rate r of a group of answers, and 0
+              when r is 0 or 1. Its expectation over a group of `rollouts` answers with solve
+              probability p is (1 - p) - (1 - p)**rollouts: 0 at p = 0 and p = 1, largest for
+              hard tasks that are sometimes solved.
+  rzero_band  R-Zero's filter: 1 when band[0] <= p <= band[1], else 0.
+  rzero_peak  R-Zero's uncertainty reward, peaked at p = 1/2: min(p, 1 - p).
+  variance    p (1 - p): the variance of one answer's reward, the signal that group-relative
+              advantages feed on.
+
+Never-attempted tasks get `explore_weight` times the shape's maximum: optimism in the face of
+uncertainty, so a new task is tried once before its estimate decides how often it comes back.
+
+A batch of n is split over task types by `type_quotas` (largest remainders; a type without
+enough drawable tasks gives its slots to the others), and within a type, up to
+`recent_share` of its slots go to tasks created in the last `recent_steps` steps. Draws are
+weighted, without replacement, from a generator seeded by (seed, step, salt): the same pool,
+step and salt give the same batch, which makes a resumed run draw what it drew before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from selfplay.config import CurriculumConfig
+
+
+def _azr(p, config: CurriculumConfig):
+    q = 1.0 - p
+    return q - _power(q, config.rollouts)
+
+
+def _power(x: np.ndarray, n: int) -> np.ndarray:
+    """x ** n for an integer n >= 1 by repeated squaring: a few multiplications per element,
+    several times faster than a general power over a million tasks."""
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else result * base
+        n >>= 1
+        if n:
+            base = base * base
+    return result
+
+
+def _band(p, config: CurriculumConfig):
+    low, high = config.band
+    return ((p >= low) & (p <= high)).astype(np.float64)
+
+
+def _peak(p, config: CurriculumConfig):
+    return np.minimum(p, 1.0 - p)
+
+
+def _variance(p, config: CurriculumConfig):
+    return p * (1.0 - p)
+
+
+#: learnability shapes by name (`curriculum.shape`)
+SHAPES: dict[str, Callable] = {
+    "azr": _azr,
+    "rzero_band": _band,
+    "rzero_peak": _peak,
+    "variance": _variance,
+}
+_GRID = np.linspace(0.0, 1.0, 2001)
+
+
+def learnability(config: CurriculumConfig, p, attempted) -> np.ndarray:
+    """Sampling weight of each task: its shape value, or the exploration weight if unattempted."""
+    shape = SHAPES[config.shape]
+    explore = config.explore_weight * float(np.max(shape(_GRID, config)))
+    weights = np.full(len(p), explore)
+    pos = np.flatnonzero(attempted)
+    weights[pos] = np.clip(shape(p[pos], config), 0.0, None)
+    return weights
+
+
+def generator(config: CurriculumConfig, step: int, salt: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng([config.seed, max(step, 0), salt, stream])
+
+
+def weighted_sample(
+    weights: np.ndarray, k: int, rng: np.random.Generator, exclude: np.ndarray | None = None
+) -> np.ndarray:
+    """Up to k distinct positions, drawn one after another proportionally to `weights`,
+    never one of `exclude`.
+
+    Drawing with replacement and keeping first occurrences gives exactly that distribution (a
+    repeat is rejected, and what is left is drawn in proportion to its weight); it needs one
+    cumulative sum and about k lookups, where exponential keys would need a random number and a
+    logarithm per task. When k is a large part of the drawable tasks, repeats would be many, so
+    Gumbel top-k keys are used instead (the same distribution).
+    """
+    skip = set() if exclude is None else set(exclude.tolist())
+    positive = int(np.count_nonzero(weights > 0)) - sum(1 for i in skip if weights[i] > 0)
+    k = min(k, positive)
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if 4 * k > positive:
+        keys = np.full(len(weights), -np.inf)
+        nz = weights > 0
+        keys[nz] = np.log(weights[nz]) - np.log(-np.log(rng.random(int(nz.sum()))))
+        if skip:
+            keys[list(skip)] = -np.inf
+        top = np.argpartition(-keys, k - 1)[:k]
+        return top[np.argsort(-keys[top], kind="stable")]
+    cumulative = np.cumsum(weights)
+    total = cumulative[-1]
+    chosen: dict[int, None] = {}
+    while len(chosen) < k:
+        need = k - len(chosen)
+        draws = np.searchsorted(cumulative, rng.random(2 * need + 8) * total, side="right")
+        for position in np.minimum(draws, len(weights) - 1).tolist():
+            if position not in chosen and position not in skip and weights[position] > 0:
+                chosen[position] = None
+                if len(chosen) == k:
+                    break
+    return np.fromiter(chosen, dtype=np.int64, count=k)
+
+
+def apportion(n: int, quotas, available) -> list[int]:
+    """Split n slots by `quotas` (largest remainders), never beyond `available` per part."""
+    counts = [0] * len(quotas)
+    live = [i for i, q in enumerate(quotas) if q > 0 and available[i] > 0]
+    left = n
+    while left > 0 and live:
+        total = sum(quotas[i] for i in live)
+        shares = {i: left * quotas[i] / total for i in live}
+        grant = {i: min(int(shares[i]), available[i] - counts[i]) for i in live}
+        given = sum(grant.values())
+        if given == 0:  # all shares below one: the largest remainders get one each
+            for i in sorted(live, key=lambda i: (-shares[i], i))[:left]:
+                grant[i] = 1
+            given = sum(grant.values())
+        for i in live:
+            counts[i] += grant[i]
+        left -= given
+        live = [i for i in live if counts[i] < available[i]]
+    return counts
+
+
+def draw(
+    config: CurriculumConfig,
+    n: int,
+    weights: np.ndarray,
+    groups: list[np.ndarray],
+    recent: list[np.ndarray],
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Positions of a batch: `groups` holds the positions of each task type, `recent` for each
+    group the positions within it of its recent tasks."""
+    per_group = [weights[g] for g in groups]
+    available = [int(np.count_nonzero(w > 0)) for w in per_group]
+    picked = []
+    counts = apportion(n, config.type_quotas, available)
+    for group, w, fresh, count in zip(groups, per_group, recent, counts, strict=True):
+        if count == 0:
+            continue
+        fresh = fresh[w[fresh] > 0]
+        n_recent = min(int(config.recent_share * count), len(fresh))
+        first = fresh[weighted_sample(w[fresh], n_recent, rng)]
+        rest = weighted_sample(w, count - len(first), rng, exclude=first)
+        picked.append(group[np.concatenate([first, rest])])
+    out = np.concatenate(picked) if picked else np.empty(0, dtype=np.int64)
+    return out[rng.permutation(len(out))]

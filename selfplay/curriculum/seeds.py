@@ -1,0 +1,190 @@
+"""Seed files: records of CRUXEval, the AZR seed sets and a generic JSONL, read as candidates.
+
+Each record is recognised by its fields (a file may mix them):
+
+  CRUXEval         {"code", "input", "output", "id"}
+  AZR triplets     {"snippet", "input", "output", "imports"}        (`*_seed_io.jsonl`)
+  AZR induction    {"snippet", "inputs", "outputs", "message", "imports"}
+                                                                     (`*_code_f_seed_io.jsonl`)
+  generic          {"program", "type"?, "input" | "inputs", "output"? | "outputs"?,
+                    "message"?, "n_visible"?, "imports"?, "id"?}
+
+The generic form (also what `selfplay pool export --format jsonl` writes, so exports import
+back): `program` (or `code`, `snippet`) defines `f`; an input is the argument text inside
+`f(...)`; `type` is deduction, abduction or induction. Without a type, a record with one
+input becomes both a deduction and an abduction task (as do CRUXEval and AZR triplets), and
+one with several inputs an induction task. Outputs are optional: the executor computes them,
+and a given output must equal the computed one. `imports` are lines put before the program
+(AZR lists the imports a snippet needs; lines the snippet already has are not repeated).
+`n_visible` is how many pairs of an induction task the solver sees (default: the
+`curriculum.seed_visible_fraction` of them, at least one, leaving at least one hidden).
+Files are JSONL (optionally gzipped) or Parquet (as exported).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from selfplay.types import TASK_TYPES
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One task to validate, read from one record."""
+
+    line: int
+    source_id: str
+    type: str
+    program: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str | None, ...]  # as given; None where the record gives none
+    message: str = ""
+    n_visible: int | None = None
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A record or candidate that did not become a task, and why."""
+
+    line: int
+    source_id: str
+    type: str | None
+    reason: str
+    detail: str = ""
+
+
+def read_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
+    """(line number, record) per non-blank line; a malformed line gives a Reject instead."""
+    if path.suffix == ".parquet":
+        yield from _parquet_records(path)
+        return
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as err:
+                yield number, Reject(number, f"line {number}", None, "malformed_record", str(err))
+                continue
+            if not isinstance(record, dict):
+                yield (
+                    number,
+                    Reject(
+                        number,
+                        f"line {number}",
+                        None,
+                        "malformed_record",
+                        "a record must be a JSON object",
+                    ),
+                )
+                continue
+            yield number, record
+
+
+def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+        for record in batch.to_pylist():
+            number += 1
+            yield number, record
+
+
+def candidates(record: dict, line: int, visible_fraction: float) -> list[Candidate]:
+    """The candidates of one record; ValueError (with the reason) when it is malformed."""
+    source_id = str(record["id"]) if record.get("id") is not None else f"line {line}"
+    program = _program(record)
+    kind = record.get("type")
+    if kind is not None and kind not in TASK_TYPES:
+        raise ValueError(f"field 'type' must be one of {TASK_TYPES}, not {kind!r}")
+    inputs, outputs = _pairs(record)
+    message = _string(record, "message", "")
+    if kind == "induction" or (kind is None and "inputs" in record):
+        n_visible = record.get("n_visible")
+        if n_visible is not None and (
+            not isinstance(n_visible, int) or isinstance(n_visible, bool)
+        ):
+            raise ValueError("field 'n_visible' must be an integer")
+        return [
+            Candidate(line, source_id, "induction", program, inputs, outputs, message, n_visible)
+        ]
+    if len(inputs) != 1:
+        raise ValueError(f"a {kind} task has exactly one input, this record has {len(inputs)}")
+    kinds = [kind] if kind else ["deduction", "abduction"]
+    return [Candidate(line, source_id, k, program, inputs, outputs, message) for k in kinds]
+
+
+def _program(record: dict) -> str:
+    for name in ("program", "code", "snippet"):
+        if name in record:
+            program = _string(record, name, None)
+            break
+    else:
+        raise ValueError("missing field 'program' (or 'code', 'snippet')")
+    imports = record.get("imports") or []
+    if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
+        raise ValueError("field 'imports' must be a list of strings")
+    have = {line.strip() for line in program.splitlines()}
+    missing = [i.strip() for i in imports if i.strip() and i.strip() not in have]
+    return "\n".join(dict.fromkeys(missing)) + "\n" + program if missing else program
+
+
+def _pairs(record: dict) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    if "inputs" in record:
+        inputs = record["inputs"]
+        outputs = record.get("outputs")
+        if (
+            not isinstance(inputs, list)
+            or not inputs
+            or not all(isinstance(i, str) for i in inputs)
+        ):
+            raise ValueError("field 'inputs' must be a non-empty list of strings")
+        if outputs is None:
+            return tuple(inputs), (None,) * len(inputs)
+        if not isinstance(outputs, list) or len(outputs) != len(inputs):
+            raise ValueError("field 'outputs' must be a list as long as 'inputs'")
+        if not all(isinstance(o, str) for o in outputs):
+            raise ValueError("field 'outputs' must hold strings")
+        return tuple(inputs), tuple(outputs)
+    if "input" not in record:
+        raise ValueError("missing field 'input' (or 'inputs')")
+    output = record.get("output")
+    if output is not None and not isinstance(output, str):
+        raise ValueError("field 'output' must be a string")
+    return (_string(record, "input", None),), (output,)
+
+
+def _string(record: dict, name: str, default: str | None) -> str:
+    value = record.get(name, default)
+    if not isinstance(value, str):
+        raise ValueError(f"field {name!r} must be a string")
+    return value
+
+
+def visible_count(n_pairs: int, given: int | None, fraction: float) -> int:
+    """Pairs shown to the solver: as given, else the fraction, at least 1, at most n - 1."""
+    if given is not None:
+        if not 1 <= given < n_pairs:
+            raise ValueError(f"n_visible must be in [1, {n_pairs - 1}] for {n_pairs} pairs")
+        return given
+    return min(max(1, round(fraction * n_pairs)), n_pairs - 1)
+
+
+def guess_format(path: Path) -> str:
+    """A name for the report: what the file's first record looks like."""
+    for _, record in read_records(path):
+        if isinstance(record, Reject):
+            continue
+        if "code" in record and "input" in record:
+            return "cruxeval"
+        if "snippet" in record:
+            return "azr_induction" if "inputs" in record else "azr_triplets"
+        return "generic"
+    return "empty"

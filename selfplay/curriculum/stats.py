@@ -1,0 +1,129 @@
+"""`PoolStats`: what a pool holds, as numbers for the loop's metrics and as readable tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import func, select
+
+from selfplay.curriculum import database
+from selfplay.curriculum.pool import ORIGINS
+from selfplay.curriculum.schema import Attempt
+from selfplay.types import TASK_TYPES
+
+BINS = 10
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    run: str
+    step: int
+    tasks: int
+    by_type_origin: dict[tuple[str, str], int]
+    histogram: tuple[int, ...]  # attempted tasks per solve-rate bin [i/BINS, (i+1)/BINS)
+    never_attempted: int
+    frontier: int  # attempted tasks with band[0] <= p <= band[1]
+    growth: tuple[tuple[int, int, int, int, int], ...]  # (first, last step, added, total, answers)
+    answers: int
+    correct: int
+    ability: tuple[float, float]
+
+    def metrics(self) -> dict[str, float]:
+        attempted = max(self.tasks - self.never_attempted, 1)
+        return {
+            "curriculum/pool_size": float(self.tasks),
+            "curriculum/pool_frontier_fraction": self.frontier / attempted,
+            "curriculum/pool_never_attempted": float(self.never_attempted),
+            "curriculum/solver_ability": self.ability[0],
+        }
+
+    def table(self) -> str:
+        """The statistics as plain-text tables."""
+        lines = [
+            f"run {self.run!r} at step {self.step}: {self.tasks} tasks, "
+            f"{self.answers} answers ({self.correct} correct), "
+            f"solver ability {self.ability[0]:+.2f} +- {self.ability[1]:.2f} logits",
+            "",
+        ]
+        lines += _type_origin_table(self.by_type_origin)
+        lines += ["", "estimated solve rate   tasks"]
+        peak = max(self.histogram, default=0) or 1
+        for i, count in enumerate(self.histogram):
+            bar = "#" * round(30 * count / peak)
+            lines.append(
+                f"  [{i / BINS:.1f}, {(i + 1) / BINS:.1f}{']' if i == BINS - 1 else ')'}"
+                f"    {count:>8}  {bar}"
+            )
+        lines.append(f"  never attempted {self.never_attempted:>9}")
+        lines += ["", f"{'steps':>13} {'added':>9} {'total':>9} {'answers':>10}"]
+        for first, last, added, total, answers in self.growth:
+            span = f"{first}" if first == last else f"{first}-{last}"
+            lines.append(f"{span:>13} {added:>9} {total:>9} {answers:>10}")
+        return "\n".join(lines)
+
+
+def _type_origin_table(counts: dict[tuple[str, str], int]) -> list[str]:
+    header = f"{'type':<11}" + "".join(f"{o:>10}" for o in ORIGINS) + f"{'total':>10}"
+    lines = [header]
+    for t in (*TASK_TYPES, "total"):
+        row = [
+            sum(c for (tt, oo), c in counts.items() if (t == "total" or tt == t) and oo == o)
+            for o in ORIGINS
+        ]
+        lines.append(f"{t:<11}" + "".join(f"{c:>10}" for c in row) + f"{sum(row):>10}")
+    return lines
+
+
+def pool_stats(store, step: int) -> PoolStats:
+    ix = store.index
+    p, attempted = store.solve_rates(step)
+    by = {}
+    for ti, t in enumerate(TASK_TYPES):
+        for oi, o in enumerate(ORIGINS):
+            count = int(np.count_nonzero((ix["type"] == ti) & (ix["origin"] == oi)))
+            if count:
+                by[t, o] = count
+    bins = np.minimum((p[attempted] * BINS).astype(np.int64), BINS - 1)
+    histogram = tuple(int(c) for c in np.bincount(bins, minlength=BINS))
+    low, high = store.config.band
+    frontier = int(np.count_nonzero(attempted & (p >= low) & (p <= high)))
+    return PoolStats(
+        store.run,
+        step,
+        len(ix),
+        by,
+        histogram,
+        int(np.count_nonzero(~attempted)),
+        frontier,
+        _growth(store),
+        int(ix["n_answers"].sum()),
+        int(ix["n_correct"].sum()),
+        store.ability(step),
+    )
+
+
+def _growth(store, rows: int = 12) -> tuple:
+    """Tasks added and answers recorded per span of steps, at most `rows` spans."""
+    steps = store.index["step"]
+    with database.read(store.engine) as s:
+        answers = dict(
+            s.execute(
+                select(Attempt.step, func.sum(Attempt.n))
+                .where(Attempt.run_id == store.run_id)
+                .group_by(Attempt.step)
+            ).all()
+        )
+    if not len(steps) and not answers:
+        return ()
+    top = max([int(steps.max()) if len(steps) else 0, *answers])
+    width = max(1, -(-(top + 1) // rows))
+    out, total = [], 0
+    for first in range(0, top + 1, width):
+        last = min(first + width - 1, top)
+        added = int(np.count_nonzero((steps >= first) & (steps <= last)))
+        total += added
+        spent = sum(int(v) for st, v in answers.items() if first <= st <= last)
+        if added or spent:
+            out.append((first, last, added, total, spent))
+    return tuple(out)

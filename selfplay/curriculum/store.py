@@ -1,0 +1,359 @@
+"""`TaskStore`: the task pool of one run, as the training loop uses it.
+
+    store = TaskStore.open("store/run.sqlite", run="run", config=cfg.curriculum)
+    added = store.add_tasks(tasks, Provenance("proposed", step, model_version, "proposer"),
+                            verifications)                 # ids in input order, duplicates too
+    refs = store.references(n_prompts, step)               # K diverse frontier tasks per prompt
+    batch = store.sample(512, step)                        # a frontier batch for the solver
+    store.record_attempts(step, model_version, outcomes)   # once per (task, step, version)
+    store.estimates(ids, step); store.ability(step); store.stats(step)
+
+Every write is one transaction: a task and its references, or a step's attempts and the
+difficulty state they imply, appear together or not at all. Recording the same (task, step,
+model version) twice changes nothing the second time, so a resumed run may replay a step.
+One process writes a run at a time; readers (export, stats) may open the same store meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from sqlalchemy import select
+
+from selfplay.config import CurriculumConfig
+from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
+from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.difficulty import Estimate
+from selfplay.curriculum.migrations import ensure_schema
+from selfplay.curriculum.pool import PoolIndex
+from selfplay.curriculum.records import (
+    AddResult,
+    Batch,
+    Outcome,
+    PoolTask,
+    Provenance,
+    RecordResult,
+)
+from selfplay.curriculum.schema import Ability, Attempt, Run
+from selfplay.types import TASK_TYPES, Task, TaskType
+
+
+class TaskStore:
+    """The task pool of one run; see the module docstring. Use `TaskStore.open`."""
+
+    def __init__(self, engine, run_id: int, run: str, config: CurriculumConfig):
+        self.engine = engine
+        self.run_id = run_id
+        self.run = run
+        self.config = config
+        self.index = PoolIndex()
+        self.abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
+        self.recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
+        self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
+        self._checkpointer = database.checkpointer(engine, config)
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        store: str | None = None,
+        run: str | None = None,
+        config: CurriculumConfig | None = None,
+        *,
+        create: bool = True,
+        run_config: dict | None = None,
+    ) -> TaskStore:
+        """Open (creating or migrating as needed) the pool of `run` in `store`.
+
+        `store` is a SQLite file path or a database URL (default `config.store`); `run`
+        defaults to `config.run`. With `create=False` a missing run is an error. A new run
+        keeps `run_config` (the resolved configuration, as plain data) for provenance.
+        """
+        config = config or CurriculumConfig()
+        run = run or config.run
+        engine = database.create(database.resolve_url(store or config.store, run), config)
+        try:
+            rebuild = ensure_schema(engine)
+            run_id = writes.find_or_create_run(engine, run, create, run_config)
+        except BaseException:
+            engine.dispose()
+            raise
+        self = cls(engine, run_id, run, config)
+        if rebuild:
+            replay.rebuild_estimates(self)
+        self.reload()
+        return self
+
+    @staticmethod
+    def runs(store: str, config: CurriculumConfig | None = None) -> list[str]:
+        """Names of the runs a store holds (an empty list for a new store)."""
+        config = config or CurriculumConfig()
+        engine = database.create(database.resolve_url(store, config.run), config)
+        try:
+            ensure_schema(engine)
+            with database.read(engine) as s:
+                return list(s.scalars(select(Run.name).order_by(Run.id)))
+        finally:
+            engine.dispose()
+
+    def reload(self) -> None:
+        """Re-read the per-task state and abilities from the database."""
+        self.index = reads.load_index(self.engine, self.run_id)
+        with database.read(self.engine) as s:
+            rows = s.execute(
+                select(Ability.step, Ability.theta, Ability.precision, Ability.n_answers).where(
+                    Ability.run_id == self.run_id
+                )
+            )
+            self.abilities = {step: (t, p, n) for step, t, p, n in rows}
+            keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == self.run_id)
+            self.recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
+        self._p_cache = None
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+        self.engine.dispose()
+
+    def __enter__(self) -> TaskStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def last_step(self) -> int:
+        """The latest step that produced a task, recorded an attempt or fitted an ability."""
+        return max([self.index.max_step, *self.abilities.keys()])
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add_tasks(
+        self,
+        tasks: Sequence[Task],
+        provenance: Provenance | Sequence[Provenance],
+        verifications: Sequence[dict | None] | dict | None = None,
+    ) -> AddResult:
+        """Add validated tasks; a task already in the run (same content hash) is not added
+        again, and its existing id is returned. One provenance for all, or one per task."""
+        if isinstance(provenance, Provenance):
+            provenance = [provenance] * len(tasks)
+        if verifications is None or isinstance(verifications, dict):
+            verifications = [verifications] * len(tasks)
+        if not len(tasks) == len(provenance) == len(verifications):
+            raise ValueError("tasks, provenance and verifications must be equally long")
+        for prov in provenance:
+            if prov.references:
+                self.index.positions(prov.references)  # KeyError: not a task of this run
+        result, appended = writes.add_tasks(self, tasks, provenance, verifications)
+        self.index.append(appended)
+        self._p_cache = None
+        self._wrote()
+        return result
+
+    def record_attempts(
+        self, step: int, model_version: str, outcomes: Iterable[Outcome | tuple[int, int, int]]
+    ) -> RecordResult:
+        """Record how many answers each task got at `step` and how many were correct.
+
+        Outcomes for the same task in one call are summed. A (task, step, model_version) that
+        is already recorded is ignored: record all of a step's answers to a task in one call.
+        """
+        ids, n, k = _aggregate(outcomes)
+        self.index.positions(ids)  # KeyError for tasks outside this run
+        result = writes.record_attempts(self, step, model_version, ids, n, k)
+        self._p_cache = None
+        self._wrote()
+        return result
+
+    def _wrote(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
+
+    def rebuild_estimates(self) -> None:
+        """Recompute all difficulty state by replaying the recorded attempts in step order
+        (after a change of `discount` or of the Rasch settings, or a migration)."""
+        replay.rebuild_estimates(self)
+        self.reload()
+
+    # -- estimates ----------------------------------------------------------------------------
+
+    def ability(self, step: int | None = None) -> tuple[float, float]:
+        """(theta, s.d.) of the solver at `step` (default: the last step): the belief of the
+        latest step at or before it, widened by the drift of the steps in between."""
+        step = self.last_step if step is None else step
+        earlier = [s for s in self.abilities if s <= step]
+        if not earlier:
+            mean, precision = difficulty.ability_prior(self.config, None, step)
+        else:
+            last = max(earlier)
+            theta, precision, _ = self.abilities[last]
+            mean, precision = difficulty.ability_prior(self.config, (last, theta, precision), step)
+        return mean, float(precision**-0.5)
+
+    def solve_rates(self, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(combined p, attempted) for every task in index order; cached per state and step."""
+        step = self.last_step if step is None else step
+        key = (step, len(self.index))
+        if self._p_cache is not None and self._p_cache[0] == key:
+            return self._p_cache[1]
+        ix, cfg = self.index, self.config
+        theta, theta_sd = self.ability(step)
+        attempted = ix["n_answers"] > 0
+        # A never-attempted task has the prior difficulty and no answers: one shared estimate.
+        prior_var = cfg.difficulty_prior_sd**2
+        p = np.full(len(ix), float(difficulty.irt_p(theta, theta_sd**2, 0.0, prior_var)))
+        pos = np.flatnonzero(attempted)
+        succ, fail = ix["succ"][pos], ix["fail"][pos]
+        w = _decay_table(cfg, step, ix["last_step"][pos])
+        var_b = difficulty.difficulty_variance(cfg, ix["difficulty_precision"][pos])
+        p_irt = difficulty.irt_p(theta, theta_sd**2, ix["difficulty"][pos], var_b)
+        p[pos] = difficulty.combined(cfg, p_irt, succ, fail, w)
+        value = (p, attempted)
+        self._p_cache = (key, value)
+        return value
+
+    def estimates(self, ids: Sequence[int], step: int | None = None) -> list[Estimate]:
+        """Both difficulty models' estimates for tasks at `step` (default: the last step)."""
+        return self._estimates(self.index.positions(ids), step)
+
+    def _estimates(self, positions: np.ndarray, step: int | None) -> list[Estimate]:
+        step = self.last_step if step is None else step
+        ix, cfg = self.index, self.config
+        pick = {name: ix[name][positions] for name in ix._data}
+        w = difficulty.decay(cfg, pick["last_step"], step)
+        theta, theta_sd = self.ability(step)
+        var_b = difficulty.difficulty_variance(cfg, pick["difficulty_precision"])
+        p_irt = difficulty.irt_p(theta, theta_sd**2, pick["difficulty"], var_b)
+        p = difficulty.combined(cfg, p_irt, pick["succ"], pick["fail"], w)
+        post = difficulty.posterior_mean(cfg, pick["succ"], pick["fail"], w)
+        n_eff = w * (pick["succ"] + pick["fail"])
+        return [
+            Estimate(
+                *(float(x) for x in (p[i], post[i], n_eff[i], p_irt[i], pick["difficulty"][i])),
+                float(var_b[i] ** 0.5),
+                theta,
+                int(pick["n_answers"][i]),
+                int(pick["n_correct"][i]),
+            )
+            for i in range(len(positions))
+        ]
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def sample(
+        self,
+        n: int,
+        step: int | None = None,
+        *,
+        salt: int = 0,
+        types: Sequence[TaskType] | None = None,
+    ) -> Batch:
+        """A frontier batch of up to n distinct tasks for the solver (see `sampler.py`).
+
+        The same pool, step and salt give the same batch; use another salt for a second,
+        independent draw in one step. `types` restricts the draw to some task types.
+        """
+        step = self.last_step if step is None else step
+        p, attempted = self.solve_rates(step)
+        weights = sampler.learnability(self.config, p, attempted)
+        groups = self._groups(types)
+        cutoff = step - self.config.recent_steps
+        recent = np.flatnonzero(self.index["step"] > cutoff)
+        kinds = self.index["type"][recent]
+        recent_in = [
+            np.searchsorted(g, recent[kinds == i]) if len(g) else g for i, g in enumerate(groups)
+        ]
+        rng = sampler.generator(self.config, step, salt, stream=0)
+        positions = sampler.draw(self.config, n, weights, groups, recent_in, rng)
+        tasks = self.get(self.index["id"][positions].tolist(), step)
+        is_recent = self.index["step"][positions] > cutoff
+        metrics = _batch_metrics(self.config, p[positions], attempted[positions], is_recent)
+        metrics["curriculum/pool_size"] = float(len(self.index))
+        metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
+        return Batch(tuple(tasks), step, n, metrics)
+
+    def references(
+        self,
+        n_prompts: int,
+        step: int | None = None,
+        *,
+        k: int | None = None,
+        types: Sequence[TaskType] | None = None,
+        salt: int = 0,
+    ) -> list[list[PoolTask]]:
+        """K reference tasks for each of n_prompts proposer prompts: drawn by learnability
+        (frontier first), then thinned so that no two in one prompt are near-duplicates."""
+        from selfplay.curriculum.references import choose_references
+
+        step = self.last_step if step is None else step
+        return choose_references(self, n_prompts, step, k or self.config.references, types, salt)
+
+    def _groups(self, types: Sequence[TaskType] | None) -> list[np.ndarray]:
+        groups = self.index.groups()
+        if types is None:
+            return groups
+        unknown = set(types) - set(TASK_TYPES)
+        if unknown:
+            raise ValueError(f"unknown task types {sorted(unknown)}; know {TASK_TYPES}")
+        return [g if t in types else g[:0] for t, g in zip(TASK_TYPES, groups, strict=True)]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, ids: Sequence[int], step: int | None = None) -> list[PoolTask]:
+        """Tasks by id, in the order given, with their provenance and estimates."""
+        estimates = self._estimates(self.index.positions(ids), step) if len(ids) else []
+        rows, refs = reads.load_rows(self.engine, ids)
+        return [
+            reads.pool_task(rows[i], refs.get(i, ()), e)
+            for i, e in zip(ids, estimates, strict=True)
+        ]
+
+    def stats(self, step: int | None = None):
+        """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`)."""
+        from selfplay.curriculum.stats import pool_stats
+
+        return pool_stats(self, self.last_step if step is None else step)
+
+
+def _aggregate(outcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(task ids, answers, correct answers), summed per task, ids ascending."""
+    rows = [(o.task_id, o.n, o.correct) if isinstance(o, Outcome) else o for o in outcomes]
+    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    bad = (table[:, 1] <= 0) | (table[:, 2] < 0) | (table[:, 2] > table[:, 1])
+    if bad.any():
+        task_id, n, correct = table[bad][0].tolist()
+        raise ValueError(f"task {task_id}: need 0 <= correct <= n and n > 0, got {correct}/{n}")
+    ids, where = np.unique(table[:, 0], return_inverse=True)
+    n = np.bincount(where, weights=table[:, 1], minlength=len(ids)).astype(np.int64)
+    k = np.bincount(where, weights=table[:, 2], minlength=len(ids)).astype(np.int64)
+    return ids, n, k
+
+
+def _decay_table(config: CurriculumConfig, step: int, last_step: np.ndarray) -> np.ndarray:
+    """gamma ** (step - last_step) by table lookup: ages are small integers, and a gather is
+    several times faster than a power over a million tasks."""
+    age = np.clip(step - last_step, 0, None)
+    top = int(age.max()) if len(age) else 0
+    table = np.power(config.discount, np.arange(min(top, 10_000) + 1, dtype=np.float64))
+    return table[np.minimum(age, len(table) - 1)]
+
+
+def _batch_metrics(config, p, attempted, recent) -> dict[str, float]:
+    low, high = config.band
+    count = max(len(p), 1)
+    return {
+        "curriculum/batch_size": float(len(p)),
+        "curriculum/frontier_fraction": float(np.count_nonzero((p >= low) & (p <= high)) / count),
+        "curriculum/explore_fraction": float(np.count_nonzero(~attempted) / count),
+        "curriculum/recent_fraction": float(np.count_nonzero(recent) / count),
+        "curriculum/mean_p": float(p.mean()) if len(p) else 0.0,
+    }
+
+
+__all__ = ["TaskStore", "StoreError"]

@@ -1,0 +1,328 @@
+"""The task pool's database work: each function is one transaction, fast at a million tasks.
+
+Bulk statements are SQLAlchemy Core statements on the ORM's tables, executed as one
+executemany each (never one round trip per task); ids of new tasks are reserved up front so
+that no statement needs RETURNING, which SQLite would answer one row at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy import (
+    BigInteger,
+    String,
+    any_,
+    bindparam,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from selfplay.curriculum import database, difficulty
+from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.pool import ORIGINS
+from selfplay.curriculum.records import (
+    AddResult,
+    Provenance,
+    RecordResult,
+    content_hash,
+)
+from selfplay.curriculum.schema import Ability, Attempt, Run, TaskReference, TaskRow, TaskStats
+from selfplay.types import TASK_TYPES, Task
+
+CHUNK = 5000  # values per lookup or statement: bounds the size of one SQL parameter
+STATE = ("succ", "fail", "last_step", "difficulty", "difficulty_precision")
+COUNTS = ("n_answers", "n_correct")
+
+
+def among(session, column, values: Sequence, kind):
+    """`column IN values` as one bound parameter: a JSON array that SQLite unpacks with
+    json_each, an array for PostgreSQL's `= ANY`. A plain IN list would bind (and SQLAlchemy
+    compile) one parameter per value, which costs more than the lookup itself."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=ARRAY(kind)))
+    items = select(literal_column("value")).select_from(func.json_each(json.dumps(list(values))))
+    return column.in_(items.scalar_subquery())
+
+
+def chunks(items: Sequence, size: int = CHUNK):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def find_or_create_run(engine, name: str, create: bool, config: dict | None = None) -> int:
+    with database.write(engine) as s:
+        run_id = s.scalar(select(Run.id).where(Run.name == name))
+        if run_id is None:
+            if not create:
+                raise StoreError(f"the store has no run named {name!r}")
+            run = Run(name=name, config=config)
+            s.add(run)
+            s.flush()
+            run_id = run.id
+        return run_id
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -> dict:
+    if prov.origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}, not {prov.origin!r}")
+    return {
+        "run_id": run_id,
+        "hash": digest,
+        "type": task.type,
+        "program": task.program,
+        # JSON text made here: the driver takes it as is (see `executemany`)
+        "inputs": json.dumps(task.inputs, ensure_ascii=False),
+        "outputs": json.dumps(task.outputs, ensure_ascii=False),
+        "message": task.message,
+        "n_visible": task.n_visible,
+        "cpu_s": task.cpu_s,
+        "origin": prov.origin,
+        "source": prov.source,
+        "source_id": prov.source_id,
+        "step": prov.step,
+        "model_version": prov.model_version,
+        "verification": None if verification is None else json.dumps(verification),
+    }
+
+
+def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]:
+    """Insert the tasks not yet in the run; returns the result and the index rows to append."""
+    hashes = [content_hash(t) for t in tasks]
+    first: dict[str, int] = {}
+    for i, digest in enumerate(hashes):
+        first.setdefault(digest, i)
+    with database.write(store.engine) as s:
+        ids: dict[str, int] = {}
+        for chunk in chunks(list(first)):
+            query = select(TaskRow.hash, TaskRow.id).where(
+                TaskRow.run_id == store.run_id, among(s, TaskRow.hash, chunk, String)
+            )
+            ids.update(s.execute(query).all())
+        new = [i for digest, i in first.items() if digest not in ids]
+        rows = [
+            _row(store.run_id, tasks[i], hashes[i], provenance[i], verifications[i]) for i in new
+        ]
+        if rows:
+            new_ids = _reserve_ids(s, len(rows))
+            for row, task_id in zip(rows, new_ids, strict=True):
+                row["id"] = task_id
+            executemany(s, insert(TaskRow.__table__), rows)
+            ids.update(zip((hashes[i] for i in new), new_ids, strict=True))
+            refs = [
+                {"task_id": ids[hashes[i]], "position": pos, "reference_id": ref}
+                for i in new
+                for pos, ref in enumerate(provenance[i].references)
+            ]
+            if refs:
+                s.execute(insert(TaskReference), refs)
+    fresh = set(new)
+    result = AddResult(tuple(ids[h] for h in hashes), tuple(i in fresh for i in range(len(hashes))))
+    return result, _index_rows(ids, hashes, new, tasks, provenance)
+
+
+def _reserve_ids(s, count: int) -> list[int]:
+    """Ids for `count` new tasks, assigned before the insert so that it needs no RETURNING
+    (with which SQLite inserts one row per statement). On SQLite the write transaction holds
+    the database's only write lock, so max(id) + 1 onwards is free; on PostgreSQL the ids come
+    from the table's own sequence, which is safe with concurrent writers."""
+    if s.get_bind().dialect.name == "postgresql":
+        query = text(
+            "SELECT nextval(pg_get_serial_sequence('tasks', 'id')) FROM generate_series(1, :n)"
+        )
+        return [int(i) for i in s.scalars(query, {"n": count})]
+    top = s.scalar(select(func.max(TaskRow.id))) or 0
+    return list(range(top + 1, top + count + 1))
+
+
+def _index_rows(ids, hashes, new, tasks, provenance) -> dict:
+    count = len(new)
+    rows = {
+        "id": np.fromiter((ids[hashes[i]] for i in new), dtype=np.int64, count=count),
+        "type": np.fromiter((TASK_TYPES.index(tasks[i].type) for i in new), np.int8, count),
+        "origin": np.fromiter((ORIGINS.index(provenance[i].origin) for i in new), np.int8, count),
+        "step": np.fromiter((provenance[i].step for i in new), np.int64, count),
+    }
+    for name in ("n_answers", "n_correct", "last_step"):
+        rows[name] = np.zeros(count, dtype=np.int64)
+    for name in ("succ", "fail", "difficulty", "difficulty_precision"):
+        rows[name] = np.zeros(count, dtype=np.float64)
+    return rows
+
+
+# -- attempts ---------------------------------------------------------------------------------
+
+
+def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[int]:
+    """Insert attempt rows whose (task, step, model version) is new; returns their task ids.
+
+    Existing keys are looked up first, so that the insert is a plain executemany (fast on both
+    back-ends); ON CONFLICT DO NOTHING still guards the unique key against a concurrent writer.
+    The lookup is skipped for a (step, model version) this run has never recorded, the usual
+    case: only a replayed step can collide.
+    """
+    batch = s.execute(
+        update(Run)
+        .where(Run.id == store.run_id)
+        .values(batches=Run.batches + 1)
+        .returning(Run.batches)
+    ).scalar_one()
+    existing: set[int] = set()
+    seen = (step, model_version) in store.recorded
+    for chunk in chunks(ids.tolist()) if seen else ():
+        query = select(Attempt.task_id).where(
+            among(s, Attempt.task_id, chunk, BigInteger),
+            Attempt.step == step,
+            Attempt.model_version == model_version,
+        )
+        existing.update(s.scalars(query))
+    backend = s.get_bind().dialect.name
+    dialect_insert = pg_insert if backend == "postgresql" else sqlite_insert
+    statement = dialect_insert(Attempt).on_conflict_do_nothing(
+        index_elements=["task_id", "step", "model_version"]
+    )
+    rows = [
+        {
+            "run_id": store.run_id,
+            "task_id": t,
+            "step": step,
+            "model_version": model_version,
+            "n": a,
+            "correct": c,
+            "batch": batch,
+        }
+        for t, a, c in zip(ids.tolist(), n.tolist(), k.tolist(), strict=True)
+        if t not in existing
+    ]
+    executemany(s, statement, rows)
+    store.recorded.add((step, model_version))  # if the transaction fails: one lookup too many
+    return {row["task_id"] for row in rows}
+
+
+def record_attempts(store, step: int, model_version: str, ids, n, k) -> RecordResult:
+    with database.write(store.engine) as s:
+        inserted = _insert_attempts(s, store, step, model_version, ids, n, k)
+        keep = np.fromiter((t in inserted for t in ids.tolist()), dtype=bool, count=len(ids))
+        if keep.any():
+            ability = _step_ability(s, store, step)
+            state = _apply(s, store, step, ids[keep], n[keep], k[keep], ability)
+    if keep.any():
+        _apply_to_index(store, ids[keep], state)
+    return RecordResult(int(keep.sum()), int(len(ids) - keep.sum()))
+
+
+def _step_ability(s, store, step: int) -> tuple[float, float]:
+    """The prior of this step's theta: its own belief so far, else the latest earlier one's."""
+    rows = s.execute(
+        select(Ability.step, Ability.theta, Ability.precision)
+        .where(Ability.run_id == store.run_id, Ability.step <= step)
+        .order_by(Ability.step.desc())
+        .limit(1)
+    ).first()
+    if rows is not None and rows.step == step:
+        return rows.theta, rows.precision
+    return difficulty.ability_prior(store.config, tuple(rows) if rows else None, step)
+
+
+def executemany(s, statement, rows: list[dict]) -> None:
+    """Execute `statement` for many rows of plain numbers and strings through the driver.
+
+    SQLAlchemy compiles the statement for the back-end once; the rows go to the driver's
+    executemany as they are, skipping per-row bind processing, which costs more than SQLite's
+    own work for narrow rows. Only for columns whose values need no conversion.
+    """
+    if not rows:
+        return
+    conn = s.connection()
+    compiled = statement.compile(dialect=conn.dialect, column_keys=list(rows[0]))
+    if compiled.positional:
+        order = compiled.positiontup
+        params = [tuple(row[k] for k in order) for row in rows]
+    else:
+        params = rows
+    conn.exec_driver_sql(str(compiled), params)
+
+
+def _dialect_insert(s, model):
+    return (pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert)(model)
+
+
+def write_state(
+    s, run_id: int, ids: np.ndarray, state: dict[str, np.ndarray], exists: np.ndarray | None = None
+) -> None:
+    """Write the task_stats rows of `ids`: UPDATE those whose row `exists`, INSERT the rest
+    (each one executemany); without `exists`, all are new."""
+    columns = [
+        ids.tolist(),
+        *(state[c].astype(np.int64).tolist() for c in (*COUNTS, "last_step")),
+        *(state[c].tolist() for c in ("succ", "fail", "difficulty", "difficulty_precision")),
+    ]
+    names = ("task_id", *COUNTS, "last_step", "succ", "fail", "difficulty", "difficulty_precision")
+    rows = [dict(zip(names, values, strict=True), run_id=run_id) for values in zip(*columns)]
+    exists = np.zeros(len(rows), dtype=bool) if exists is None else exists
+    table = TaskStats.__table__
+    change = update(table).where(table.c.task_id == bindparam("key"))
+    old = [
+        {"key": row["task_id"], **{c: row[c] for c in names[1:]}}
+        for row, e in zip(rows, exists, strict=True)
+        if e
+    ]
+    new = [row for row, e in zip(rows, exists, strict=True) if not e]
+    for chunk in chunks(old, 50_000):
+        executemany(s, change.values({c: bindparam(c) for c in names[1:]}), chunk)
+    for chunk in chunks(new, 50_000):
+        executemany(s, insert(table), chunk)
+
+
+def _apply(s, store, step: int, ids, n, k, ability) -> dict[str, np.ndarray]:
+    """Apply both models to the tasks' state and write it back. The state comes from the
+    store's index, which mirrors the database because one process records attempts for a run
+    (reading it back would cost a random lookup per task)."""
+    pos = store.index.positions(ids)
+    state = {name: store.index[name][pos].astype(np.float64) for name in (*COUNTS, *STATE)}
+    exists = state["n_answers"] > 0  # a task gets its stats row with its first answers
+    new = difficulty.apply_batch(store.config, state, step, n, k, ability)
+    state = {
+        "n_answers": state["n_answers"] + n,
+        "n_correct": state["n_correct"] + k,
+        "succ": new.succ,
+        "fail": new.fail,
+        "last_step": new.last_step,
+        "difficulty": new.difficulty,
+        "difficulty_precision": new.precision,
+    }
+    write_state(s, store.run_id, ids, state, exists)
+    _upsert_ability(s, store, step, new.theta, new.theta_precision, int(n.sum()))
+    return state
+
+
+def _upsert_ability(s, store, step: int, theta: float, precision: float, answers: int) -> None:
+    row = s.get(Ability, (store.run_id, step))
+    if row is None:
+        row = Ability(
+            run_id=store.run_id, step=step, theta=theta, precision=precision, n_answers=answers
+        )
+        s.add(row)
+    else:
+        row.theta, row.precision, row.n_answers = theta, precision, row.n_answers + answers
+    s.flush()
+    store.abilities[step] = (theta, precision, row.n_answers)
+
+
+def _apply_to_index(store, ids, state: dict[str, np.ndarray]) -> None:
+    ix = store.index
+    pos = ix.positions(ids)
+    for name, values in state.items():
+        ix[name][pos] = values

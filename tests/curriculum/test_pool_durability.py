@@ -1,0 +1,128 @@
+"""Crash safety (a writer killed with SIGKILL) and schema versions, on both back-ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import sqlalchemy as sa
+from pool_helpers import task
+
+from selfplay.curriculum import Provenance, TaskStore
+from selfplay.curriculum.database import StoreError, resolve_url
+from selfplay.curriculum.schema import SCHEMA_VERSION
+
+WRITER = textwrap.dedent("""
+    import sys
+    from selfplay.curriculum import Provenance, TaskStore
+    from selfplay.types import Task
+    store = TaskStore.open(sys.argv[1], run="crash")
+    for b in range(10_000):
+        tasks = [Task("deduction", f"def f(x):\\n    return x + {b * 1000 + j}", ("1",), ("2",))
+                 for j in range(200)]
+        ids = store.add_tasks(tasks, Provenance(source_id=str(b), step=b)).ids
+        store.record_attempts(b, "v", [(i, 4, j % 5) for j, i in enumerate(ids)])
+        print(b, flush=True)
+""")
+
+
+def test_a_writer_killed_mid_write_loses_nothing_committed(store_url):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, store_url], stdout=subprocess.PIPE, text=True
+    )
+    committed = -1
+    deadline = time.monotonic() + 60
+    while committed < 5 and time.monotonic() < deadline:
+        committed = int(proc.stdout.readline())
+    time.sleep(0.05)  # land the kill inside a later transaction
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert committed >= 5
+    with TaskStore.open(store_url, run="crash") as store:
+        batches = {}
+        for t in store.get(store.index["id"].tolist()):
+            batches.setdefault(int(t.provenance.source_id), []).append(t)
+        assert set(range(committed + 1)) <= set(batches)  # every acknowledged batch is there
+        for b, tasks in batches.items():
+            assert len(tasks) == 200, f"batch {b} half-written"
+            estimates = [t.estimate for t in tasks]
+            # a batch's tasks and its attempts were separate transactions: all or none
+            assert len({e.n_answers for e in estimates}) == 1
+        if store.engine.dialect.name == "sqlite":
+            with store.engine.connect() as conn:
+                assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+
+
+V1 = [
+    "CREATE TABLE selfplay_meta (key VARCHAR(64) PRIMARY KEY, value TEXT NOT NULL)",
+    "INSERT INTO selfplay_meta VALUES ('schema_version', '1')",
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY, name VARCHAR(200) UNIQUE NOT NULL, "
+    "created_at TIMESTAMP, config JSON)",
+    "CREATE TABLE tasks (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), "
+    "hash VARCHAR(64) NOT NULL, type VARCHAR(16) NOT NULL, program TEXT NOT NULL, "
+    "inputs JSON NOT NULL, outputs JSON NOT NULL, message TEXT NOT NULL, n_visible INTEGER "
+    "NOT NULL, cpu_s FLOAT NOT NULL, origin VARCHAR(16) NOT NULL, source TEXT NOT NULL, "
+    "source_id TEXT NOT NULL, step INTEGER NOT NULL, model_version VARCHAR(200) NOT NULL, "
+    "verification JSON, created_at TIMESTAMP, n_answers INTEGER NOT NULL, n_correct INTEGER "
+    "NOT NULL, succ FLOAT NOT NULL, fail FLOAT NOT NULL, last_step INTEGER NOT NULL, "
+    "CONSTRAINT uq_tasks_run_hash UNIQUE (run_id, hash))",
+    "CREATE TABLE task_references (task_id INTEGER NOT NULL REFERENCES tasks(id), position "
+    "INTEGER NOT NULL, reference_id INTEGER NOT NULL REFERENCES tasks(id), "
+    "PRIMARY KEY (task_id, position))",
+    "CREATE TABLE attempts (id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),"
+    " task_id INTEGER NOT NULL REFERENCES tasks(id), step INTEGER NOT NULL, model_version "
+    "VARCHAR(200) NOT NULL, n INTEGER NOT NULL, correct INTEGER NOT NULL, created_at TIMESTAMP,"
+    " CONSTRAINT uq_attempts_task_step_model UNIQUE (task_id, step, model_version))",
+    "INSERT INTO runs (id, name) VALUES (1, 'old')",
+    "INSERT INTO tasks VALUES (1, 1, 'h1', 'deduction', 'def f(x):\n    return x', '[\"1\"]', "
+    "'[\"1\"]', '', 0, 0.0, 'seed', 'f.jsonl', 'line 1', 0, '', NULL, NULL, 16, 12, 12.0, 4.0, 2)",
+    "INSERT INTO attempts VALUES (1, 1, 1, 1, 'v1', 8, 5, NULL)",
+    "INSERT INTO attempts VALUES (2, 1, 1, 2, 'v2', 8, 7, NULL)",
+]
+
+
+def _engine(store_url):
+    return sa.create_engine(resolve_url(store_url, "old"))
+
+
+def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
+    engine = _engine(store_url)
+    postgres = engine.dialect.name == "postgresql"
+    with engine.begin() as conn:
+        for statement in V1:
+            if postgres:  # as SQLAlchemy made them there: ids from sequences
+                statement = statement.replace("id INTEGER PRIMARY KEY", "id BIGSERIAL PRIMARY KEY")
+            conn.exec_driver_sql(statement.replace("%", "%%"))
+        if postgres:
+            for table in ("runs", "tasks", "attempts"):
+                conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), 2)")
+    engine.dispose()
+    with TaskStore.open(store_url, run="old") as store:
+        [e] = store.estimates([1])
+        assert (e.n_answers, e.n_correct) == (16, 12)  # replayed from the attempts
+        assert e.difficulty < 0 and len(store.abilities) == 2  # the Rasch model was fitted
+        assert store.get([1])[0].provenance.source == "f.jsonl"
+        store.add_tasks([task(1)], Provenance())  # and the migrated pool takes new tasks
+    with _engine(store_url).connect() as conn:
+        version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
+    assert version == str(SCHEMA_VERSION) and "succ" not in columns
+
+
+def test_a_newer_schema_or_a_foreign_database_is_refused(store_url):
+    TaskStore.open(store_url, run="r").close()
+    engine = _engine(store_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE selfplay_meta SET value = '99'")
+    with pytest.raises(StoreError, match="newer selfplay"):
+        TaskStore.open(store_url, run="r")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE selfplay_meta")
+    with pytest.raises(StoreError, match="not a selfplay task pool"):
+        TaskStore.open(store_url, run="r")
+    engine.dispose()

@@ -1,0 +1,201 @@
+"""Seeds in, exports out: round trips, malformed input, the command line, the real seed sets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from selfplay.curriculum import Provenance, TaskStore
+from selfplay.curriculum.export import ExportFilter, export
+from selfplay.curriculum.importer import import_file
+from selfplay.executor import Executor
+
+SEEDS = [
+    {"code": "def f(a, b):\n    return a + b", "input": "1, 2", "output": "3", "id": "c1"},
+    {
+        "snippet": "def f(d):\n    return list(d)",
+        "input": "dict(b=1, a=2)",
+        "output": "['b', 'a']",
+        "imports": [],
+    },
+    {
+        "program": "def f(x):\n    return x * 2",
+        "type": "induction",
+        "inputs": ["1", "2", "3", "4"],
+        "outputs": ["2", "4", "6", "8"],
+        "message": "double",
+    },
+    {
+        "program": "import math\ndef f(x):\n    return math.sqrt(x)",
+        "type": "deduction",
+        "input": "4",
+    },
+    {"program": "def f(x):\n    return x", "input": "1", "output": "2"},
+    {"program": "def f(x):\n    return open('/etc/passwd').read()", "input": "1"},
+    {"program": "def f(x):\n    return x", "input": "lambda: 1"},
+]
+
+
+@pytest.fixture(scope="module")
+def executor():
+    with Executor() as ex:
+        yield ex
+
+
+def _write(path, records, extra_lines=()):
+    lines = [json.dumps(r) for r in records] + list(extra_lines)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_validates_and_reports_every_reject(store_url, tmp_path, executor):
+    seeds = _write(tmp_path / "seeds.jsonl", SEEDS, ["{not json", "[1, 2]"])
+    with TaskStore.open(store_url, run="r") as store:
+        report = import_file(store, seeds, executor, labeled=True)
+        assert report.records == 9
+        assert report.added == 6  # c1 twice, the dict seed twice, induction, sqrt
+        reasons = report.reasons()
+        assert reasons.pop("malformed_record") == 2 and reasons.pop("output_mismatch") == 2
+        assert reasons.pop("input:not_literal") == 2  # the lambda, for both task types
+        [(policy, count)] = reasons.items()
+        assert policy.startswith("policy:") and count == 2
+        assert {r.line for r in report.rejects if r.reason == "malformed_record"} == {8, 9}
+        tasks = store.get(store.index["id"].tolist())
+        assert {t.provenance.origin for t in tasks} == {"labeled"}
+        dict_seed = next(t for t in tasks if "list(d)" in t.task.program)
+        assert dict_seed.task.input == "{'b': 1, 'a': 2}"  # insertion order kept, a literal now
+        induction = next(t for t in tasks if t.task.type == "induction")
+        assert induction.task.n_visible == 2 and induction.task.message == "double"
+        assert all(t.provenance.source == "seeds.jsonl" for t in tasks)
+    assert len(report.rejects) == 2 + report.candidates - report.accepted
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
+def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
+    seeds = _write(tmp_path / "seeds.jsonl", SEEDS[:4])
+    with TaskStore.open(store_url, run="a") as store:
+        import_file(store, seeds, executor)
+        ids = store.index["id"].tolist()
+        [new] = store.add_tasks(
+            store.get(ids[:1])[0:1]
+            and [
+                store.get(ids[:1])[0].task.__class__(
+                    "deduction", "def f(x):\n    return -x", ("5",), ("-5",)
+                )
+            ],
+            Provenance(step=3, model_version="m3", references=tuple(ids[:2])),
+        ).ids
+        store.record_attempts(3, "m3", [(new, 8, 3)])
+        out = tmp_path / f"pool.{fmt}"
+        count = export(store, fmt, out, ExportFilter())
+        assert count == len(ids) + 1
+        only = export(store, "jsonl", tmp_path / "hard.jsonl", ExportFilter(min_answers=1))
+        assert only == 1
+    if fmt == "hf":
+        import datasets
+
+        rows = list(datasets.load_from_disk(str(out)))
+        source = tmp_path / "from_hf.jsonl"
+        _write(source, rows)
+    elif fmt == "parquet":
+        source = out
+    else:
+        source = out
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out).to_pylist()
+    assert [r["task_id"] for r in rows] == sorted(r["task_id"] for r in rows)  # stable order
+    last = rows[-1]
+    assert (last["step"], last["model_version"], last["n_answers"]) == (3, "m3", 8)
+    assert len(last["references"]) == 2 and last["origin"] == "proposed"
+    with TaskStore.open(store_url, run="b") as other:
+        report = import_file(other, source, executor)
+        assert report.rejects == [] and report.added == len(rows)
+        hashes = {t.hash for t in other.get(other.index["id"].tolist())}
+    assert hashes == {r["hash"] for r in rows}
+
+
+def test_command_line_import_export_stats(tmp_path):
+    seeds = _write(tmp_path / "seeds.jsonl", SEEDS)
+    db = str(tmp_path / "cli.sqlite")
+    run = [sys.executable, "-m", "selfplay.cli", "pool"]
+    done = subprocess.run(
+        [*run, "import", str(seeds), "--store", db, "--rejects", str(tmp_path / "rejects.jsonl")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[0])
+    assert summary["added"] == 6 and summary["rejected"] == 6
+    assert len((tmp_path / "rejects.jsonl").read_text().splitlines()) == 6
+    stats = subprocess.run([*run, "stats", "--store", db], capture_output=True, text=True)
+    assert (
+        stats.returncode == 0 and "deduction" in stats.stdout and "never attempted" in stats.stdout
+    )
+    out = tmp_path / "out.parquet"
+    done = subprocess.run(
+        [
+            *run,
+            "export",
+            "--store",
+            db,
+            "--format",
+            "parquet",
+            "--out",
+            str(out),
+            "--type",
+            "induction",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and "exported 1 tasks" in done.stderr
+    bad = subprocess.run(
+        [*run, "stats", "--store", str(tmp_path / "none.sqlite")], capture_output=True, text=True
+    )
+    assert bad.returncode == 1 and "holds no tasks" in bad.stderr
+    bad = subprocess.run(
+        [*run, "stats", "--store", "postgresql://nobody@127.0.0.1:1/none"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "cannot open the store" in bad.stderr, bad.stderr
+    bad = subprocess.run(
+        [
+            *run,
+            "export",
+            "--store",
+            db,
+            "--format",
+            "jsonl",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+            "--min-p",
+            "0.9",
+            "--max-p",
+            "0.1",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "min_p" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.data
+def test_the_seed_sets_import_with_reported_acceptance(data, tmp_path, executor, capsys):
+    files = sorted((data / "azr_seed").glob("*_seed_io.jsonl")) + [
+        data / "cruxeval" / "cruxeval.jsonl"
+    ]
+    with TaskStore.open(str(tmp_path / "seeds.sqlite"), run="seeds") as store:
+        for path in files:
+            report = import_file(store, path, executor)
+            with capsys.disabled():
+                print(json.dumps(report.summary()))
+            assert report.candidates and report.acceptance_rate > 0.8, report.summary()
+            assert len(report.rejects) == report.candidates - report.accepted
+        assert store.stats().by_type_origin[("induction", "seed")] > 400

@@ -1,0 +1,144 @@
+"""Sampler statistics over many draws: frontier share, quotas, recent share, reproducibility."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from pool_helpers import task
+
+from selfplay.config import CurriculumConfig
+from selfplay.curriculum import Provenance, TaskStore
+from selfplay.curriculum.sampler import SHAPES, apportion, weighted_sample
+from selfplay.types import TASK_TYPES
+
+
+def _pool(store, per_type: int = 60):
+    """Tasks of all types whose solve rates are 0, 1/8 ... 1 (many answers, so the posterior
+    is sharp), plus never-attempted ones; returns {task id: true rate}."""
+    rates = {}
+    for kind in TASK_TYPES:
+        ids = store.add_tasks([task(i, kind) for i in range(per_type)], Provenance("seed")).ids
+        outcomes = []
+        for j, tid in enumerate(ids[: per_type - 6]):
+            correct = (j % 9) * 8
+            outcomes.append((tid, 64, correct))
+            rates[tid] = correct / 64
+        store.record_attempts(1, "v1", outcomes)
+    return rates
+
+
+@pytest.mark.parametrize("shape", ["azr", "rzero_band", "rzero_peak", "variance"])
+def test_draws_follow_the_frontier_and_the_quotas(store_url, shape):
+    config = CurriculumConfig(shape=shape, type_quotas=(2.0, 1.0, 1.0), recent_share=0.0)
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        rates = _pool(store)
+        drawn, per_type = Counter(), Counter()
+        for salt in range(200):
+            batch = store.sample(24, step=1, salt=salt)
+            assert len(batch) == 24 and len({t.id for t in batch.tasks}) == 24
+            kinds = Counter(t.task.type for t in batch.tasks)
+            assert kinds == {"deduction": 12, "abduction": 6, "induction": 6}  # every draw
+            per_type.update(kinds)
+            drawn.update(t.id for t in batch.tasks)
+        solved_or_failed = sum(drawn[t] for t, r in rates.items() if r in (0.0, 1.0))
+        if shape != "variance":  # p(1-p) is small but not zero near the ends
+            assert solved_or_failed < 0.02 * sum(drawn.values())
+        if shape == "rzero_band":
+            outside = sum(drawn[t] for t, r in rates.items() if not 0.25 <= r <= 0.85)
+            assert outside == 0
+        # frequencies follow the shape: the most learnable rate is drawn more than an edge one
+        by_rate = Counter()
+        for t, r in rates.items():
+            by_rate[r] += drawn[t]
+        best = max(by_rate, key=lambda r: SHAPES[shape](np.array([r]), config)[0])
+        assert by_rate[best] > by_rate[0.125] or SHAPES[shape](np.array([0.125]), config)[0] > 0.2
+
+
+def test_new_tasks_are_explored_and_recent_share_holds(store_url):
+    config = CurriculumConfig(recent_share=0.5, recent_steps=1, shape="rzero_band")
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        _pool(store, per_type=40)
+        new = set(store.add_tasks([task(1000 + i) for i in range(30)], Provenance(step=5)).ids)
+        batch = store.sample(12, step=5, types=["deduction"])
+        fresh = sum(t.id in new for t in batch.tasks)
+        assert fresh >= 6  # the recent half, and new tasks may also win the other half
+        assert batch.metrics["curriculum/recent_fraction"] == fresh / 12
+        # with no exploration a never-attempted task still competes only by its estimate
+        strict = CurriculumConfig(explore_weight=0.0, recent_share=0.0, shape="rzero_band")
+        store.config = strict
+        store._p_cache = None
+        assert all(
+            t.estimate.n_answers > 0 or 0.3 <= t.estimate.p <= 0.8
+            for t in store.sample(30, step=5).tasks
+        )
+
+
+def test_same_seed_step_and_salt_give_the_same_batch(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        _pool(store, per_type=30)
+        a = [t.id for t in store.sample(16, step=3).tasks]
+        b = [t.id for t in store.sample(16, step=3).tasks]
+        c = [t.id for t in store.sample(16, step=3, salt=1).tasks]
+        assert a == b and a != c
+
+
+def test_references_are_diverse_and_prefer_the_frontier(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        rates = _pool(store, per_type=40)
+        # near-duplicates: the same program with one constant changed
+        dupes = store.add_tasks([task(7, "deduction")], Provenance()).ids
+        refs = store.references(20, step=1, k=4, types=["deduction"])
+        assert len(refs) == 20 and all(len(r) == 4 for r in refs)
+        for prompt in refs:
+            assert len({t.id for t in prompt}) == 4
+            assert all(t.task.type == "deduction" for t in prompt)
+        picked = [t.id for prompt in refs for t in prompt if t.id in rates]
+        edge = sum(rates[t] in (0.0, 1.0) for t in picked)
+        assert edge < 0.1 * len(picked)
+        assert dupes
+
+
+def test_weighted_sample_matches_its_weights():
+    rng = np.random.default_rng(0)
+    weights = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    counts = np.zeros(5)
+    for _ in range(4000):
+        counts[weighted_sample(weights, 1, rng)] += 1
+    assert counts[0] == 0
+    assert np.allclose(counts[1:] / 4000, weights[1:] / 10, atol=0.03)
+    both = weighted_sample(np.ones(1000), 999, rng)  # the Gumbel path: all distinct
+    assert len(set(both.tolist())) == 999
+
+
+def test_apportion_gives_missing_slots_to_other_types():
+    assert apportion(10, (1, 1, 1), (100, 100, 100)) == [4, 3, 3]
+    assert apportion(10, (1, 1, 1), (100, 2, 0)) == [8, 2, 0]
+    assert apportion(5, (0, 1, 1), (100, 100, 100)) == [0, 3, 2]
+
+
+def test_references_avoid_near_duplicates(store_url, config):
+    from selfplay.types import Task
+
+    bodies = [
+        "return sorted(x)",
+        "return len(x) * 2",
+        "return {k: 1 for k in x}",
+        "s = 0\n    for v in x:\n        s += v\n    return s",
+        "return x[::-1]",
+        "return max(x) - min(x)",
+        "return [v for v in x if v % 2]",
+        "return tuple(set(x))",
+        "return str(x).upper()",
+        "while len(x) > 1:\n        x = x[1:]\n    return x",
+    ]
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        family = store.add_tasks([task(i) for i in range(30)], Provenance()).ids  # x * i + c
+        distinct = [
+            Task("deduction", f"def f(x):\n    {b}", ("[3, 1, 2]",), ("1",)) for b in bodies
+        ]
+        store.add_tasks(distinct, Provenance())
+        refs = store.references(30, step=0, k=4)
+        from_family = np.mean([sum(t.id in family for t in prompt) for prompt in refs])
+        assert from_family < 1.5  # uniform choice would give 3 of 4 from the family

@@ -1,0 +1,116 @@
+"""The pool on real databases: dedup, provenance, idempotent attempts, persistence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pool_helpers import task
+
+from selfplay.curriculum import Outcome, Provenance, TaskStore
+from selfplay.types import Task
+
+
+def test_dedup_within_a_run_returns_existing_ids(store_url, config):
+    with TaskStore.open(store_url, run="a", config=config) as store:
+        first = store.add_tasks([task(i) for i in range(5)], Provenance("seed", source="s"))
+        again = store.add_tasks([task(3), task(9), task(9)], Provenance("proposed", step=2))
+        assert first.added == (True,) * 5
+        assert again.added == (False, True, False)
+        assert again.ids[0] == first.ids[3] and again.ids[1] == again.ids[2]
+        assert len(store) == 6
+        # a different type or trailing blanks: same program text, another task / the same one
+        other = store.add_tasks([task(3, "abduction")], Provenance())
+        assert other.n_added == 1
+        spaced = Task("deduction", task(3).program + "  \n", ("3",), task(3).outputs)
+        assert store.add_tasks([spaced], Provenance()).ids == (first.ids[3],)
+    with TaskStore.open(store_url, run="b", config=config) as other_run:
+        assert other_run.add_tasks([task(3)], Provenance()).n_added == 1  # dedup is per run
+    assert sorted(TaskStore.runs(store_url)) == ["a", "b"]
+
+
+def test_a_new_run_keeps_its_configuration(store_url):
+    import sqlalchemy as sa
+
+    from selfplay.curriculum.database import resolve_url
+    from selfplay.curriculum.schema import Run
+
+    TaskStore.open(store_url, run="cfg", run_config={"curriculum": {"shape": "azr"}}).close()
+    engine = sa.create_engine(resolve_url(store_url, "cfg"))
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(Run.config).where(Run.name == "cfg")).scalar_one()
+    engine.dispose()
+    assert stored == {"curriculum": {"shape": "azr"}}
+
+
+def test_provenance_and_references_round_trip(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        refs = store.add_tasks([task(1), task(2)], Provenance("seed")).ids
+        prov = Provenance(
+            "proposed",
+            step=7,
+            model_version="m7",
+            source="proposer",
+            source_id="p1",
+            references=(refs[1], refs[0]),
+        )
+        [new] = store.add_tasks([task(3, "induction")], prov, {"ok": True, "cases": 3}).ids
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        [got] = store.get([new])
+        assert got.provenance == prov
+        assert got.task == task(3, "induction")
+        with pytest.raises(KeyError):
+            store.add_tasks([task(4)], Provenance(references=(10_000,)))
+
+
+def test_attempts_are_recorded_once_per_task_step_and_version(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        ids = store.add_tasks([task(i) for i in range(3)], Provenance()).ids
+        first = store.record_attempts(1, "v1", [Outcome(ids[0], 8, 2), (ids[1], 4, 4)])
+        replay = store.record_attempts(1, "v1", [Outcome(ids[0], 8, 8), (ids[2], 8, 1)])
+        assert (first.recorded, replay.recorded, replay.already_recorded) == (2, 1, 1)
+        store.record_attempts(1, "v2", [(ids[0], 8, 5)])  # another model version counts
+        [e0, e1, e2] = store.estimates(ids)
+        assert (e0.n_answers, e0.n_correct) == (16, 7)
+        assert (e1.n_answers, e1.n_correct, e2.n_correct) == (4, 4, 1)
+        assert e1.posterior_mean > 0.75 > e0.posterior_mean and e2.p < e1.p
+        before = [store.estimates(ids)]
+    with TaskStore.open(store_url, run="r", config=config) as store:  # the state persisted
+        assert [store.estimates(ids)] == before
+        store.rebuild_estimates()  # and replaying the attempts gives it back
+        after = store.estimates(ids)
+        for a, b in zip(before[0], after, strict=True):
+            assert a.n_answers == b.n_answers
+            assert a.posterior_mean == pytest.approx(b.posterior_mean, abs=1e-12)
+            assert a.p == pytest.approx(b.p, abs=1e-9)  # the same updates in the same groups
+            assert a.difficulty == pytest.approx(b.difficulty, abs=1e-9)
+        with pytest.raises(ValueError):
+            store.record_attempts(2, "v", [(ids[0], 4, 5)])
+        with pytest.raises(KeyError):
+            store.record_attempts(2, "v", [(999_999, 4, 1)])
+
+
+def test_discount_forgets_old_answers(store_url):
+    from selfplay.config import CurriculumConfig
+
+    config = CurriculumConfig(discount=0.5)
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        [tid] = store.add_tasks([task(1)], Provenance()).ids
+        store.record_attempts(0, "v0", [(tid, 8, 0)])
+        store.record_attempts(10, "v10", [(tid, 8, 8)])
+        [e] = store.estimates([tid], step=10)
+        # the failures of step 0 weigh 0.5**10: the task now looks solved
+        assert e.effective_answers == pytest.approx(8 + 8 * 0.5**10)
+        assert e.posterior_mean == pytest.approx(9 / (10 + 8 * 0.5**10))  # Beta(1, 1) prior
+        assert e.p > 0.85  # without discount it would be about one half
+
+
+def test_stats_count_types_origins_and_growth(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        store.add_tasks([task(i) for i in range(4)], Provenance("seed"))
+        ids = store.add_tasks([task(i, "abduction") for i in range(3)], Provenance(step=2)).ids
+        store.record_attempts(2, "v", [(i, 8, 4) for i in ids])
+        stats = store.stats()
+    assert stats.by_type_origin == {("deduction", "seed"): 4, ("abduction", "proposed"): 3}
+    assert stats.tasks == 7 and stats.never_attempted == 4 and sum(stats.histogram) == 3
+    assert stats.answers == 24 and stats.growth[-1][3] == 7
+    assert "abduction" in stats.table() and np.isfinite(stats.ability[0])
