@@ -202,10 +202,30 @@ class CurriculumConfig:
 
 
 @dataclass(frozen=True)
+class RewardConfig:
+    """Rewards of both roles (see selfplay/trainer/rewards.py)."""
+
+    learnability: str = knob(
+        "azr", "proposer reward shape of a valid task: azr, rzero_band, rzero_peak, variance"
+    )
+    proposer_invalid: float = knob(-0.5, "proposer reward for a task the executor refuses")
+    proposer_malformed: float = knob(-1.0, "proposer reward when no task can be read")
+    solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
+    solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")
+
+    def __post_init__(self) -> None:
+        from selfplay.curriculum.sampler import SHAPES  # the names the sampler uses
+
+        if self.learnability not in SHAPES:
+            raise ConfigError(f"reward.learnability must be one of {', '.join(SHAPES)}")
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole run."""
 
     executor: ExecutorConfig = section(ExecutorConfig, "the sandboxed executor")
+    reward: RewardConfig = section(RewardConfig, "rewards of the proposer and the solver")
     curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
 
 

@@ -1,0 +1,81 @@
+"""Rewards: plain functions with one signature, `reward(result, config) -> float`, in one dict.
+
+Solver (one answer to one task):
+  correct    1
+  wrong      `reward.solver_wrong` (default -0.5): well-formed, but the executor says no
+  malformed  `reward.solver_malformed` (default -1): no answer could be read from the text
+
+Proposer (one proposed task, after the solver attempted it `selfplay.attempts` times):
+  valid      learnability of the task's empirical solve rate p (the share of those attempts
+             that were correct), under the shape `reward.learnability` names:
+               azr         1 - p, and 0 when p is 0 or 1 (AZR). Its expectation over the
+                           attempts is the sampler's `azr` weight, (1 - p) - (1 - p)**n.
+               rzero_band  1 when curriculum.band[0] <= p <= curriculum.band[1], else 0
+               rzero_peak  min(p, 1 - p), largest at p = 1/2 (R-Zero's uncertainty reward / 2)
+               variance    p (1 - p)
+  invalid    `reward.proposer_invalid` (default -0.5): it parsed, but the executor refused it
+  malformed  `reward.proposer_malformed` (default -1): no program or input could be read
+
+The penalties follow AZR's format rewards (-0.5 for a well-formed wrong response, -1 for a
+formatting error). A valid task at p = 0 or p = 1 earns 0 under `azr`: more than an invalid
+one, less than one at the frontier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from selfplay.curriculum.sampler import SHAPES
+
+__all__ = ["RoleResult", "REWARDS", "reward", "learnability"]
+
+Outcome = Literal["correct", "wrong", "malformed", "valid", "invalid"]
+
+
+@dataclass(frozen=True)
+class RoleResult:
+    role: Literal["propose", "solve"]
+    outcome: Outcome
+    solve_rate: float | None = None  # proposer, valid: the solver's empirical solve rate
+
+
+def learnability(shape: str, p: float, config) -> float:
+    """The proposer's reward for a valid task solved with empirical rate `p`."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"a solve rate is between 0 and 1, got {p}")
+    if shape == "azr":
+        return 0.0 if p in (0.0, 1.0) else 1.0 - p
+    if shape not in SHAPES:
+        raise ValueError(f"unknown learnability shape {shape!r}; known: {sorted(SHAPES)}")
+    return float(SHAPES[shape](np.array([p]), config.curriculum)[0])
+
+
+def solver_reward(result: RoleResult, config) -> float:
+    cfg = config.reward
+    table = {"correct": 1.0, "wrong": cfg.solver_wrong, "malformed": cfg.solver_malformed}
+    return table[result.outcome]
+
+
+def proposer_reward(result: RoleResult, config) -> float:
+    cfg = config.reward
+    if result.outcome == "malformed":
+        return cfg.proposer_malformed
+    if result.outcome == "invalid":
+        return cfg.proposer_invalid
+    if result.solve_rate is None:
+        raise ValueError("a valid proposal's reward needs the solver's solve rate")
+    return learnability(cfg.learnability, result.solve_rate, config)
+
+
+REWARDS: dict[str, Callable[[RoleResult, object], float]] = {
+    "solve": solver_reward,
+    "propose": proposer_reward,
+}
+
+
+def reward(result: RoleResult, config) -> float:
+    return REWARDS[result.role](result, config)

@@ -1,0 +1,64 @@
+"""Rewards, with the values at the boundaries of the solve rate pinned."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.config import Config, ConfigError, load
+from selfplay.trainer.rewards import RoleResult, learnability, reward
+
+CONFIG = Config()
+
+
+def proposer(p: float | None, outcome: str = "valid") -> float:
+    return reward(RoleResult("propose", outcome, p), CONFIG)
+
+
+@pytest.mark.parametrize(
+    "shape, p, expected",
+    [
+        ("azr", 0.0, 0.0),
+        ("azr", 1.0, 0.0),
+        ("azr", 0.25, 0.75),
+        ("azr", 0.5, 0.5),
+        ("rzero_band", 0.0, 0.0),
+        ("rzero_band", 0.3, 1.0),
+        ("rzero_band", 0.8, 1.0),
+        ("rzero_band", 0.81, 0.0),
+        ("rzero_band", 1.0, 0.0),
+        ("rzero_peak", 0.0, 0.0),
+        ("rzero_peak", 0.5, 0.5),
+        ("rzero_peak", 1.0, 0.0),
+        ("variance", 0.0, 0.0),
+        ("variance", 0.5, 0.25),
+        ("variance", 1.0, 0.0),
+    ],
+)
+def test_learnability_shapes(shape, p, expected):
+    assert learnability(shape, p, CONFIG) == pytest.approx(expected)
+
+
+def test_proposer_rewards():
+    assert proposer(None, "malformed") == -1.0
+    assert proposer(None, "invalid") == -0.5
+    assert proposer(0.0) == 0.0  # valid but never solved: better than invalid, no learning signal
+    assert proposer(1.0) == 0.0  # valid but always solved
+    assert proposer(0.125) == pytest.approx(0.875)
+    with pytest.raises(ValueError):
+        proposer(None)
+    with pytest.raises(ValueError):
+        proposer(1.5)
+
+
+def test_solver_rewards():
+    assert reward(RoleResult("solve", "correct"), CONFIG) == 1.0
+    assert reward(RoleResult("solve", "wrong"), CONFIG) == -0.5
+    assert reward(RoleResult("solve", "malformed"), CONFIG) == -1.0
+
+
+def test_configured_shape_and_penalties():
+    cfg = load(None, ["reward.learnability=rzero_peak", "reward.proposer_invalid=-0.25"])
+    assert reward(RoleResult("propose", "valid", 0.25), cfg) == 0.25
+    assert reward(RoleResult("propose", "invalid"), cfg) == -0.25
+    with pytest.raises(ConfigError, match="reward.learnability"):
+        load(None, ["reward.learnability=linear"])
