@@ -1,7 +1,7 @@
 """The `selfplay` command. Each area registers its own subcommands:
 
-  validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
-  config                every configuration field with its documentation
+validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
+config                every configuration field with its documentation
 """
 
 from __future__ import annotations

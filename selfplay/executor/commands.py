@@ -52,7 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _executor(overrides: list[str]):
     from selfplay.executor.api import Executor
 
-    cfg = config_module.load(None, [o if "." in o.split("=")[0] else "executor." + o for o in overrides])
+    cfg = config_module.load(
+        None, [o if "." in o.split("=")[0] else "executor." + o for o in overrides]
+    )
     return Executor(cfg.executor)
 
 
@@ -114,7 +116,9 @@ def validate_command(args: argparse.Namespace) -> int:
     if args.examples:
         return _examples(args)
     if not args.file:
-        print("selfplay validate: give a JSONL file (or - for stdin), or --examples", file=sys.stderr)
+        print(
+            "selfplay validate: give a JSONL file (or - for stdin), or --examples", file=sys.stderr
+        )
         return 2
     with _executor(args.overrides) as executor:
         for batch in _batches(args.file):
@@ -220,7 +224,9 @@ def _parse_verify(record: dict) -> _VerifyRecord:
         inputs, outputs = record.get("inputs"), record.get("outputs")
         ok = isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs)
         if not ok or not inputs or not all(isinstance(x, str) for x in inputs + outputs):
-            raise ValueError("induction needs equally long non-empty string lists 'inputs', 'outputs'")
+            raise ValueError(
+                "induction needs equally long non-empty string lists 'inputs', 'outputs'"
+            )
         pairs = (tuple(inputs), tuple(outputs))
     program = _text(record, "program", "code", "snippet", required=kind != "induction")
     if kind == "deduction" or (kind == "abduction" and "output" not in record):
@@ -294,4 +300,6 @@ def _verify_batch(executor, batch, mode: str) -> None:
             continue
         task, reason = tasks[id(item)]
         verdict = next(verdicts)[0] if task is not None else Verdict(False, reason)
-        _emit({"id": item.id, "correct": verdict.ok, "score": verdict.score, "reason": verdict.reason})
+        _emit(
+            {"id": item.id, "correct": verdict.ok, "score": verdict.score, "reason": verdict.reason}
+        )

@@ -53,7 +53,9 @@ EXAMPLES: tuple[Example, ...] = (
     Example("infinite loop", "def f(x):\n    while True:\n        x += 1", "0", "timeout"),
     Example("memory bomb", "def f(x):\n    return len([0] * 10 ** 10)", "1", "memory"),
     Example("set order", "def f(s):\n    return list(set(s))", "'abcdefgh'", "nondeterministic"),
-    Example("not a value", "class Box:\n    pass\n\ndef f(x):\n    return Box()", "1", "unserializable"),
+    Example(
+        "not a value", "class Box:\n    pass\n\ndef f(x):\n    return Box()", "1", "unserializable"
+    ),
     Example("crash", "def f(x):\n    return 1 // x", "0", "crash:ZeroDivisionError"),
     Example("input with code", "def f(x):\n    return x", "__import__('os')", "input:not_literal"),
 )
