@@ -1,6 +1,7 @@
 """The `selfplay` command. Each area registers its own subcommands:
 
 validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
+model prepare         the model that plays both roles  (selfplay/engine/commands.py)
 config                every configuration field with its documentation
 """
 
@@ -10,6 +11,7 @@ import argparse
 import sys
 
 from selfplay import config as config_module
+from selfplay.engine import commands as engine_commands
 from selfplay.executor import commands as executor_commands
 
 
@@ -25,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     executor_commands.register(sub)
+    engine_commands.register(sub)
     p = sub.add_parser("config", help="list every configuration field")
     p.set_defaults(handler=_config_command)
     return parser

