@@ -20,6 +20,7 @@ temperature and top-p), as in `base.py`.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Sequence
 
@@ -36,6 +37,19 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+class _CastNotice(logging.Filter):
+    """Drops vLLM's per-tensor warning that a checkpoint's float32 weights are loaded into
+    bfloat16 parameters: the cast is what `model.dtype` asks for, and it prints one line for
+    every tensor of the model."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Attempted to load weight")
+
+
+def _quiet_vllm() -> None:
+    logging.getLogger("vllm.model_executor.models.utils").addFilter(_CastNotice())
+
+
 def _weights(model) -> Iterator[tuple[str, object]]:
     """The training model's tensors under checkpoint names, detached, without copies."""
     for name, tensor in model.state_dict(keep_vars=False).items():
@@ -49,9 +63,12 @@ class VLLMEngine:
         if config.vllm_in_process:
             # Must be set before vLLM reads its environment (at engine construction).
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vLLM logs to standard output by default, mixing with what our commands print there.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
         import torch
         from vllm import LLM
 
+        _quiet_vllm()
         self.tokenizer = tokenizer
         self.config = config
         self.template = template
@@ -67,6 +84,10 @@ class VLLMEngine:
             enforce_eager=config.vllm_enforce_eager,
             enable_sleep_mode=self.on_gpu,
             logprobs_mode="raw_logprobs",
+            # vLLM's CPU sampler cannot rewind a seeded request's generator after a partial
+            # (chunked) prefill, so on CPU prompts are prefilled whole.
+            enable_chunked_prefill=self.on_gpu,
+            max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
         )
 
     def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
@@ -86,7 +107,7 @@ class VLLMEngine:
             logprobs=0,  # the sampled token's log-prob only
         )
         requests = [{"prompt_token_ids": x} for x in ids for _ in range(copies)]
-        outputs = self.llm.generate(requests, sampling, use_tqdm=False)
+        outputs = self.llm.generate(requests, self._seeded(sampling, len(requests)), use_tqdm=False)
         return [
             Generation(
                 tuple(x),
@@ -98,6 +119,19 @@ class VLLMEngine:
             )
             for i, x in enumerate(ids)
         ]
+
+    @staticmethod
+    def _seeded(sampling, count: int):
+        """One sampling-params object per request with distinct seeds (a request's n samples
+        get seed, seed + 1, ...), as the transformers backend draws every row differently."""
+        if sampling.seed is None:
+            return sampling
+        out = []
+        for k in range(count):
+            clone = sampling.clone()
+            clone.seed = sampling.seed + k * sampling.n
+            out.append(clone)
+        return out
 
     def score(self, sequences: Sequence[Sequence[int]]) -> list[list[float]]:
         from vllm import SamplingParams as VLLMParams
