@@ -158,7 +158,9 @@ class EngineConfig:
 class GenerationConfig:
     """Sampling for both roles."""
 
-    temperature: float = knob(1.0, "sampling temperature; 0 is greedy")
+    temperature: float = knob(
+        1.0, "sampling temperature (1 samples the policy itself; SmolLM2-135M does better at 0.7)"
+    )
     top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
     samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")

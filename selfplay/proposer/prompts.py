@@ -46,23 +46,28 @@ def _importable(module: str) -> bool:
         return False
 
 
-def rules() -> str:
-    """The executor's rules for a task program, as the prompts state them."""
+def rules(final_call: bool = False) -> str:
+    """The executor's rules for a task program, as the prompts state them; with `final_call`
+    the program ends with the call of `f` that fixes the task's input."""
     modules = ", ".join(sorted(m for m in ALLOWED_MODULES if _importable(m)))
     banned = ", ".join(sorted(n for n in FORBIDDEN_BUILTINS - _INTERACTIVE if n[0] != "_"))
     return "\n".join(
         [
             "Rules for the program (the checker enforces them):",
-            "- Define a function named `f`; helper functions and classes are fine. Do not call "
-            "`f` or print anything yourself: only definitions are kept.",
+            "- Define a function named `f`; helper functions and classes are fine. "
+            + (
+                "Besides definitions, write only the final call of `f`."
+                if final_call
+                else "Do not call `f` or print anything yourself: only definitions are kept."
+            ),
             "- `f` must be deterministic: the same input always gives the same output. No "
             "randomness, clock, files, network or environment.",
             f"- Import only from these modules: {modules}.",
             f"- Not available: {banned}, and names or attributes starting with an underscore.",
             "- `f` must finish well within a second and return a plain value made of "
             f"{VALUE_TYPES}.",
-            "- An input is the argument list of one call to `f`, written with literals only: "
-            "the input `[3, 1, 2], 'abc'` means the call `f([3, 1, 2], 'abc')`.",
+            "- The arguments of a call of `f` are literals only (numbers, strings, lists, "
+            "tuples, dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
         ]
     )
 
@@ -106,11 +111,15 @@ def _as_answer(task: Task) -> str:
     """A reference written the way the proposer is asked to answer, with what the checker
     made of it, so that the examples also teach the format."""
     if task.type == "induction":
-        blocks = [f"```input\n{_short(i)}\n```" for i in task.inputs]
+        calls = "\n".join(f"f({_short(i)})" for i in task.inputs)
         message = f"```message\n{task.message}\n```"
-        return "\n".join([f"```python\n{task.program.strip()}\n```", *blocks, message])
-    program = f"```python\n{task.program.strip()}\n```"
-    return f"{program}\n```input\n{_short(task.input)}\n```\nIt returns {_short(task.output)}."
+        return "\n".join([f"```python\n{task.program.strip()}\n```", _calls(calls), message])
+    program = f"```python\n{task.program.strip()}\n\nf({_short(task.input)})\n```"
+    return f"{program}\nIt returns {_short(task.output)}."
+
+
+def _calls(lines: str) -> str:
+    return f"```python\n{lines}\n```"
 
 
 def _references(references: Sequence[Task], roles: RolesConfig, induction: bool) -> str:
@@ -140,11 +149,13 @@ def proposer_prompt(
         if not program:
             raise ValueError("an induction proposal is written for a given program")
         return chat(_induction(program, references, roles), SYSTEM)
-    body = "```python\ndef f(...):\n    ...\n```\n```input\n...\n```"
+    body = "```python\ndef f(...):\n    ...\n\nf(...)\n```"
     text = "\n\n".join(
         [
             f"Invent a new puzzle: a Python function `f` and one input for it. {_GOALS[task_type]}",
-            rules(),
+            "Write one Python code block: the function `f`, then, as its last line, one call of "
+            "`f` on the input you chose. The checker runs that call to get the output.",
+            rules(final_call=True),
             _references(references, roles, induction=False),
             answer_format(body, roles.think),
         ]
@@ -154,16 +165,17 @@ def proposer_prompt(
 
 def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> str:
     n = roles.induction_inputs
-    body = "\n".join(["```input\n...\n```"] * 2 + ["(and so on, one block per input)"])
+    body = _calls("\n".join(["f(...)"] * 3 + [f"... ({n} calls, one per line)"]))
     return "\n\n".join(
         [
             f"Here is a Python function:\n```python\n{program.strip()}\n```",
-            f"Write {n} different inputs for it that together reveal what `f` does, and a "
-            "short message (one or two sentences) that hints at what it does without giving "
-            "the code away. Another model will see some of the inputs with their outputs and "
-            "your message, and must write `f`; it is checked on the other inputs.",
-            "An input is the argument list of one call to `f`, written with literals only: the "
-            "input `[3, 1, 2], 'abc'` means the call `f([3, 1, 2], 'abc')`.",
+            f"Write {n} calls of `f` on different inputs that together reveal what `f` does, "
+            "one call per line, and a short message (one or two sentences) that hints at what "
+            "it does without giving the code away. Another model will see some of the inputs "
+            "with their outputs and your message, and must write `f`; it is checked on the "
+            "other inputs.",
+            "The arguments of each call are literals only (numbers, strings, lists, tuples, "
+            "dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
             _references(references, roles, induction=True),
             answer_format(body + "\n```message\n...\n```", roles.think),
         ]
