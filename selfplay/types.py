@@ -81,6 +81,54 @@ class Verdict:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """A task as the proposer wrote it, parsed but not yet validated.
+
+    deduction/abduction: the model wrote `program` and one input. induction: `program` was
+    given to the model (taken from the store) and it wrote several `inputs` and a `message`
+    describing the function. Each (program, input) goes to `Executor.validate` as it is.
+    """
+
+    type: TaskType
+    program: str
+    inputs: tuple[str, ...]
+    message: str = ""
+
+    @property
+    def cases(self) -> list[tuple[str, str]]:
+        """The (program, input) pairs to validate."""
+        return [(self.program, text) for text in self.inputs]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The solver's answer to a task, as text for `Executor.verify`.
+
+    deduction: a predicted output (a literal); abduction: a predicted input (the argument text
+    inside `f(...)`); induction: a program defining `f`.
+    """
+
+    type: TaskType
+    text: str
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """Model text from which no proposal or answer could be read; a result, not an error.
+
+    `reason` is a short stable tag (`no_program`, `no_input`, `no_answer`, `unfinished`, ...),
+    `detail` a human-readable explanation.
+    """
+
+    reason: str
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return False
+
+
 Role = Literal["propose", "solve"]
 
 

