@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fixture_report import parsed, report
 
 from selfplay.executor import Executor
 from selfplay.types import Answer, ParseFailure, Proposal
+from tests.fixture_report import parsed, report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "completions.jsonl"
 
