@@ -117,7 +117,8 @@ def main() -> int:
         records = [json.loads(line) for line in FIXTURES.read_text().splitlines()]
         summary = report(records, executor)
     reasons = Counter(summary.pop("failures"))
-    print(json.dumps({"model": cfg.model.name, "think": cfg.roles.think, **summary}))
+    sampled = {"temperature": cfg.generation.temperature, "top_p": cfg.generation.top_p}
+    print(json.dumps({"model": cfg.model.name, "think": cfg.roles.think, **sampled, **summary}))
     print(json.dumps({"parse_failures": dict(reasons.most_common())}))
     return 0
 

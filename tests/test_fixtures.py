@@ -1,8 +1,10 @@
 """The parsers and the executor on real completions of SmolLM2-135M-Instruct.
 
 `tests/fixtures/completions.jsonl` holds proposals and answers the embedded model wrote for the
-prompts of this project (regenerate with `scripts/make_parse_fixtures.py`, which also prints
-these counts). The floors below are the counts measured when they were generated: a parser
+prompts of this project, sampled at temperature 0.7 and top-p 0.9 with at most 512 new tokens
+(`scripts/make_parse_fixtures.py engine.backend=vllm generation.max_new_tokens=512
+generation.temperature=0.7 generation.top_p=0.9` regenerates them and prints these counts).
+The floors below are the counts measured when they were generated: a parser
 change that reads fewer of them, or makes fewer proposals valid, fails here.
 """
 
@@ -12,15 +14,22 @@ import json
 from pathlib import Path
 
 import pytest
-from fixture_report import parsed, report
 
 from selfplay.executor import Executor
 from selfplay.types import Answer, ParseFailure, Proposal
+from tests.fixture_report import parsed, report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "completions.jsonl"
 
 # (parsed, valid proposals or correct answers) per role/type, as measured at generation.
-FLOORS = {}
+FLOORS = {
+    "proposer/deduction": (19, 7),
+    "proposer/abduction": (25, 15),
+    "proposer/induction": (0, 0),
+    "solver/deduction": (32, 1),
+    "solver/abduction": (11, 0),
+    "solver/induction": (58, 1),
+}
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
 """Reading the solver's answer out of its completion; never raises on model text.
 
-deduction  the last block tagged `output` (or `answer`, `text`, `python` without a `def`, or
-           untagged), else the `<answer>` section itself when it holds no block, else an
-           `Output:` line, else `f(...) == value` / `assert f(...) == value`. Inline backticks
-           and a sentence's final full stop are removed.
-abduction  likewise with `input`; a whole call `f(...)` is reduced to its arguments.
+deduction  the last block tagged `output` (or `answer`, `result`), else the last untagged,
+           `text` or `python` block that is one expression, else the `<answer>` section itself
+           when it is one line, else an `Output:` line, else `f(...) == value` /
+           `assert f(...) == value`. Inline backticks and a final full stop are removed.
+abduction  likewise with `input` (untagged blocks must be an argument list or a call of `f`);
+           a whole call `f(...)` is reduced to its arguments.
 induction  the last program defining `f`, cleaned of top-level test code (see `extract`).
 
 The answer text goes to `Executor.verify` as it is; whether it is a valid literal or program is
@@ -13,6 +14,7 @@ the executor's judgement, not the parser's.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from selfplay import extract
@@ -21,9 +23,11 @@ from selfplay.types import Answer, ParseFailure, TaskType
 __all__ = ["parse_answer"]
 
 _VALUE_TAGS = {
-    "deduction": ("output", "answer", "result", "return", "text", "plaintext", "python", "py", ""),
-    "abduction": ("input", "inputs", "args", "arguments", "answer", "text", "python", "py", ""),
+    "deduction": ("output", "answer", "result", "return"),
+    "abduction": ("input", "inputs", "args", "arguments", "answer"),
 }
+# Blocks with these tags hold an answer only when their text has the answer's shape.
+_GENERIC_TAGS = ("text", "plaintext", "python", "py", "")
 _LABELS = {"deduction": ("output", "returns", "result"), "abduction": ("input",)}
 _EQUALS = re.compile(r"^\s*(?:assert\s+)?f\((.*)\)\s*==\s*(.+?)\s*$", re.M)
 
@@ -45,14 +49,16 @@ def parse_answer(text: str, task_type: TaskType, truncated: bool = False) -> Ans
 
 
 def _value(region: str, task_type: TaskType, has_answer_tag: bool) -> str:
-    tags = _VALUE_TAGS[task_type]
-    blocks = [
-        b.body
-        for b in extract.fenced_blocks(region)
-        if b.lang in tags and "def f" not in b.body and b.body.strip()
+    blocks = [b for b in extract.fenced_blocks(region) if b.body.strip()]
+    tagged = [b.body for b in blocks if b.lang in _VALUE_TAGS[task_type]]
+    generic = [
+        _normalise(b.body, task_type)
+        for b in blocks
+        if b.lang in _GENERIC_TAGS and "def f" not in b.body
     ]
-    if blocks:
-        return _normalise(blocks[-1], task_type)
+    generic = [v for v in generic if _shaped(v, task_type)]
+    if tagged or generic:
+        return _normalise(tagged[-1], task_type) if tagged else generic[-1]
     if has_answer_tag and region.strip() and "\n" not in region.strip():
         return _normalise(region, task_type)
     labelled = extract.labelled(region, *_LABELS[task_type])
@@ -63,6 +69,18 @@ def _value(region: str, task_type: TaskType, has_answer_tag: bool) -> str:
         arguments, result = equations[-1]
         return _normalise(result if task_type == "deduction" else arguments, task_type)
     return ""
+
+
+def _shaped(value: str, task_type: TaskType) -> bool:
+    """Whether text from an untagged block looks like the answer: one expression for an output,
+    an argument list for an input (code that merely mentions values does not)."""
+    if task_type == "abduction":
+        return extract.is_argument_list(value)
+    try:
+        ast.parse(value, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _normalise(value: str, task_type: TaskType) -> str:
