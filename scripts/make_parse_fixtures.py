@@ -54,7 +54,7 @@ def seed_tasks(executor, data: Path, limit: int = 400):
     return tasks
 
 
-def requests(tasks, per_type: int, roles, rng: random.Random):
+def requests(tasks, per_type: int, roles, references: int, rng: random.Random):
     """(record, chat) pairs: proposals and answers, `per_type` of each task type."""
     from selfplay.proposer import proposer_prompt
     from selfplay.solver import solver_prompt
@@ -64,7 +64,7 @@ def requests(tasks, per_type: int, roles, rng: random.Random):
     out = []
     for kind in ("deduction", "abduction", "induction"):
         for _ in range(per_type):
-            refs = rng.sample(induction if kind == "induction" else simple, roles.references)
+            refs = rng.sample(induction if kind == "induction" else simple, references)
             program = rng.choice(simple).program if kind == "induction" else None
             record = {"role": "proposer", "type": kind, "program": program}
             out.append((record, proposer_prompt(kind, refs, roles, program)))
@@ -107,7 +107,13 @@ def main() -> int:
         if not args.report:
             data = Path(os.environ.get("SELFPLAY_DATA", ROOT.parent / "shared" / "data"))
             tasks = seed_tasks(executor, data / "azr_seed")
-            pairs = requests(tasks, args.per_type, cfg.roles, random.Random(cfg.engine.seed))
+            pairs = requests(
+                tasks,
+                args.per_type,
+                cfg.roles,
+                cfg.curriculum.references,
+                random.Random(cfg.engine.seed),
+            )
             completions = generate(cfg, [chat for _, chat in pairs])
             FIXTURES.parent.mkdir(parents=True, exist_ok=True)
             with FIXTURES.open("w") as out:

@@ -299,7 +299,6 @@ class GenerationConfig:
 class RolesConfig:
     """What the proposer and the solver are shown and asked for."""
 
-    references: int = knob(4, "K: reference tasks from the store shown to the proposer")
     induction_inputs: int = knob(6, "inputs the proposer writes for an induction task")
     induction_visible: int = knob(3, "of those, pairs shown to the solver (the rest are hidden)")
     reference_chars: int = knob(1200, "longest program text of one reference, in characters")
@@ -307,10 +306,8 @@ class RolesConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "induction_inputs", "induction_visible", "reference_chars")
-        if self.references < 0 or self.induction_visible >= self.induction_inputs:
-            raise ConfigError(
-                "roles: references must be >= 0 and induction_visible < induction_inputs"
-            )
+        if self.induction_visible >= self.induction_inputs:
+            raise ConfigError("roles: induction_visible must be less than induction_inputs")
 
 
 def _one_of(obj, name: str, options: tuple[str, ...]) -> None:
@@ -319,14 +316,103 @@ def _one_of(obj, name: str, options: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True)
+class SelfPlayConfig:
+    """What one step proposes and solves."""
+
+    task_types: tuple[str, ...] = knob(
+        ("deduction", "abduction", "induction"), "task types the model proposes and solves"
+    )
+    proposals: int = knob(8, "proposer prompts per task type per step")
+    proposal_samples: int = knob(
+        1, "proposals sampled per proposer prompt (more than 1 gives grpo a group)"
+    )
+    attempts: int = knob(
+        4, "solver answers to each valid proposal, sampled, to estimate its solve rate"
+    )
+    solver_tasks: int = knob(8, "tasks per step in the solver's frontier batch from the pool")
+    solver_samples: int = knob(4, "answers per frontier task (the group of GRPO's baseline)")
+    seed_identity: bool = knob(
+        True, "start an empty pool with AZR's one seed task, the identity function"
+    )
+    train_roles: tuple[str, ...] = knob(
+        ("propose", "solve"), "roles whose rollouts train the model"
+    )
+
+    def __post_init__(self) -> None:
+        from selfplay.types import TASK_TYPES
+
+        if not self.task_types or set(self.task_types) - set(TASK_TYPES):
+            raise ConfigError(f"selfplay.task_types: choose from {', '.join(TASK_TYPES)}")
+        if set(self.train_roles) - {"propose", "solve"}:
+            raise ConfigError("selfplay.train_roles: choose from propose, solve")
+        _positive(
+            self, "proposals", "proposal_samples", "attempts", "solver_tasks", "solver_samples"
+        )
+
+
+ADVANTAGE_ESTIMATORS = ("trr++", "grpo", "reinforce++")
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """The policy update (see selfplay/trainer/__init__.py for the exact algorithm)."""
+
+    lr: float = knob(1e-6, "AdamW learning rate")
+    weight_decay: float = knob(0.0, "AdamW weight decay")
+    warmup_steps: int = knob(0, "steps of linear learning-rate warm-up")
+    advantage: str = knob("trr++", f"advantage estimator: {', '.join(ADVANTAGE_ESTIMATORS)}")
+    clip_low: float = knob(0.2, "PPO clip range below 1 (ratio >= 1 - clip_low)")
+    clip_high: float = knob(0.28, "PPO clip range above 1 (ratio <= 1 + clip_high)")
+    aggregation: str = knob("token", "loss aggregation: token (every token counts) or sequence")
+    kl_coef: float = knob(0.0, "weight of the k3 KL penalty to the initial model (0 = off)")
+    micro_batch: int = knob(4, "sequences per forward/backward pass")
+    mini_batches: int = knob(1, "optimizer steps per pass over a step's rollouts")
+    ppo_epochs: int = knob(1, "passes over a step's rollouts")
+    max_grad_norm: float = knob(1.0, "gradient clipping by global norm")
+    mixed_precision: str = knob("auto", "auto (bf16 where the hardware has it), no, bf16, fp16")
+    gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
+
+    def __post_init__(self) -> None:
+        if self.advantage not in ADVANTAGE_ESTIMATORS:
+            raise ConfigError(f"trainer.advantage must be one of {', '.join(ADVANTAGE_ESTIMATORS)}")
+        if self.aggregation not in ("token", "sequence"):
+            raise ConfigError("trainer.aggregation must be token or sequence")
+        if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
+            raise ConfigError("trainer.mixed_precision must be auto, no, bf16 or fp16")
+        _positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The run around the steps: its folder, length, checkpoints, evaluation and logging."""
+
+    folder: str = knob("store/{run}", "run folder; {run} becomes curriculum.run")
+    steps: int = knob(20, "training steps")
+    seed: int = knob(0, "seed of torch, numpy and generation")
+    checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
+    keep_checkpoints: int = knob(2, "checkpoints kept on disk")
+    eval_every: int = knob(0, "evaluate on CRUXEval every this many steps (0 = never)")
+    eval_problems: int = knob(100, "CRUXEval problems per in-loop evaluation (0 = all 800)")
+    eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
+    tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
+    wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
+
+    def __post_init__(self) -> None:
+        _positive(self, "steps", "checkpoint_every", "keep_checkpoints")
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole run."""
 
     executor: ExecutorConfig = section(ExecutorConfig, "the sandboxed executor")
+    run: RunConfig = section(RunConfig, "the run: folder, length, checkpoints, evaluation")
     model: ModelConfig = section(ModelConfig, "the model that plays both roles")
     engine: EngineConfig = section(EngineConfig, "the generation backend")
     generation: GenerationConfig = section(GenerationConfig, "sampling for both roles")
     roles: RolesConfig = section(RolesConfig, "proposer and solver prompts")
+    selfplay: SelfPlayConfig = section(SelfPlayConfig, "what one step proposes and solves")
+    trainer: TrainerConfig = section(TrainerConfig, "the policy update")
     reward: RewardConfig = section(RewardConfig, "rewards of the proposer and the solver")
     curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
 
@@ -369,6 +455,11 @@ def _coerce(value: object, hint: object, where: str) -> object:
         return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if hint is float and isinstance(value, str):  # YAML 1.1 reads `1e-5` as text
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if hint in (int, float, str, bool) and type(value) is not hint:
         raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
     return value

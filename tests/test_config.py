@@ -15,6 +15,7 @@ def test_defaults_and_overrides(tmp_path):
     assert cfg.executor.run_timeout_s == 0.5
     assert cfg.executor.accept_missing == ("namespaces",)
     assert to_dict(cfg)["executor"]["accept_missing"] == ["namespaces"]
+    assert load(None, ["trainer.lr=1e-5"]).trainer.lr == 1e-5  # YAML 1.1 reads this as text
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,13 @@ from selfplay.engine import Engine, SamplingParams, make_engine, sampling
 
 
 def test_sections_load_from_overrides_and_refuse_bad_values():
-    cfg = config.load(None, ["engine.backend=vllm", "generation.samples=8", "roles.references=2"])
+    cfg = config.load(
+        None, ["engine.backend=vllm", "generation.samples=8", "roles.induction_visible=3"]
+    )
     assert (
-        cfg.engine.backend == "vllm" and cfg.generation.samples == 8 and cfg.roles.references == 2
+        cfg.engine.backend == "vllm"
+        and cfg.generation.samples == 8
+        and cfg.roles.induction_visible == 3
     )
     for bad in (
         "engine.backend=sglang",
@@ -25,7 +29,7 @@ def test_sections_load_from_overrides_and_refuse_bad_values():
         with pytest.raises(config.ConfigError):
             config.load(None, [bad])
     described = "\n".join(config.describe())
-    assert "engine.backend" in described and "roles.references" in described
+    assert "engine.backend" in described and "roles.induction_visible" in described
 
 
 def test_sampling_params_from_config():

@@ -36,9 +36,9 @@ def test_proposer_prompt_states_the_executors_rules():
     assert SORT.program in user.content and "<think>" in user.content
 
 
-def test_references_are_limited_to_k_and_to_matching_shapes():
+def test_references_of_the_matching_shape_are_shown():
     many = [dataclasses.replace(SORT, program=f"def f(x):\n    return x + {k}") for k in range(9)]
-    content = proposer_prompt("abduction", [*many, COUNT], RolesConfig(references=3))[1].content
+    content = proposer_prompt("abduction", [*many[:3], COUNT], RolesConfig())[1].content
     assert "return x + 2" in content and "return x + 3" not in content
     assert COUNT.program not in content  # induction tasks are not shown for abduction
     induction = proposer_prompt("induction", [SORT, COUNT], program="def f(n):\n    return -n")

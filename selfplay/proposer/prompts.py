@@ -131,7 +131,6 @@ def _references(references: Sequence[Task], roles: RolesConfig, induction: bool)
         for t in references
         if len(t.program) <= roles.reference_chars and (t.type == "induction") == induction
     ]
-    usable = usable[: roles.references]
     if not usable:
         return "There are no earlier puzzles yet: invent the first one."
     shown = "\n\n".join(f"Puzzle {k + 1}:\n{_as_answer(t)}" for k, t in enumerate(usable))
