@@ -17,9 +17,14 @@ from selfplay.types import Rollout
 def tiny_model(seed: int = 0) -> LlamaForCausalLM:
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
     return LlamaForCausalLM(config)
 
 
@@ -30,8 +35,21 @@ def rollouts(model, count: int = 6) -> list[Rollout]:
     for i in range(count):
         prompt = torch.randint(1, 64, (3 + i % 3,), generator=g).tolist()
         completion = torch.randint(1, 64, (2 + i % 4,), generator=g).tolist()
-        batch = collate([Rollout("solve", "deduction", i, tuple(prompt), tuple(completion),
-                                 (0.0,) * len(completion), 0.0)], [0.0], pad_id=0)  # fmt: skip
+        batch = collate(
+            [
+                Rollout(
+                    "solve",
+                    "deduction",
+                    i,
+                    tuple(prompt),
+                    tuple(completion),
+                    (0.0,) * len(completion),
+                    0.0,
+                )
+            ],
+            [0.0],
+            pad_id=0,
+        )
         with torch.no_grad():
             logp, _ = token_logprobs(model, batch)
         old = tuple(logp[0][batch.mask[0] > 0].tolist())
@@ -53,11 +71,36 @@ def train_once(model, data, advantages, micro_batch: int, lr: float = 0.5) -> di
 
 
 def test_collate_aligns_completion_tokens():
-    r = Rollout("solve", "deduction", 0, (5, 6, 7), (8, 9), (-0.5, -0.25), 1.0)
-    batch = collate([r], [1.0], pad_id=0)
-    assert batch.targets[0].tolist()[:4] == [6, 7, 8, 9]
-    assert batch.mask[0].tolist()[:4] == [0, 0, 1, 1]
-    assert batch.old_logp[0].tolist()[:4] == [0, 0, -0.5, -0.25]
+    short = Rollout("solve", "deduction", 0, (5, 6, 7), (8, 9), (-0.5, -0.25), 1.0)
+    long = Rollout("solve", "deduction", 1, (4,), (1, 2, 3), (-1.0, -2.0, -3.0), 1.0)
+    batch = collate([short, long], [1.0, 1.0], pad_id=0)
+    assert batch.input_ids.tolist() == [[5, 6, 7, 8, 9], [0, 4, 1, 2, 3]]  # left-padded
+    assert batch.position_ids[1].tolist()[1:] == [0, 1, 2, 3]
+    assert batch.targets.tolist() == [[7, 8, 9], [1, 2, 3]]  # the last 3 tokens
+    assert batch.mask.tolist() == [[0, 1, 1], [1, 1, 1]]
+    assert batch.old_logp.tolist() == [[0, -0.5, -0.25], [-1.0, -2.0, -3.0]]
+
+
+def test_zero_advantage_rollouts_change_nothing_and_cost_nothing():
+    data = rollouts(tiny_model())
+    advantages = [1.0, 0.0, -0.5, 0.0, 2.0, 0.0]
+    skipping, reference = tiny_model(), tiny_model()
+    stats = train_once(skipping, data, advantages, micro_batch=2)
+    assert stats["zero_advantage_skipped"] == 3
+    # the same step with those rollouts run through the model at a negligible advantage
+    train_once(reference, data, [a if a else 1e-30 for a in advantages], micro_batch=2)
+    for (name, a), b in zip(
+        skipping.state_dict().items(), reference.state_dict().values(), strict=True
+    ):
+        assert torch.allclose(a, b, atol=1e-6), name
+
+
+def test_no_signal_no_step():
+    model = tiny_model()
+    before = copy.deepcopy(model.state_dict())
+    stats = train_once(model, rollouts(model), [0.0] * 6, micro_batch=2)
+    assert stats["optimizer_steps"] == 0
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
 
 
 def test_parameters_change_and_stats_are_reported():

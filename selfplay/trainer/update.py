@@ -5,6 +5,14 @@ A batch of rollouts is split into mini-batches (one optimizer step each, repeate
 each micro-batch is divided by the token (or sequence) count of its whole mini-batch, so the
 accumulated gradient is exactly that of the mini-batch's loss (see `loss._aggregate`).
 
+Two savings that leave the gradient exactly as it is:
+  * a rollout whose advantage is 0 adds 0 to the loss and to its gradient (both branches of
+    the clipped objective are multiplied by it), so it is counted in the denominator but not
+    run through the model; a mini-batch with no other rollout takes no optimizer step;
+  * sequences are left-padded, so every completion ends at the last position and the language
+    model head and the log-softmax run only over the last (longest completion) positions,
+    not over the prompts (`logits_to_keep`).
+
 Log-probabilities are those of the model's own distribution, log_softmax(logits), the same
 quantity the generation engines report for sampled tokens, so the importance ratio is 1 for
 the first optimizer step after sampling.
@@ -36,36 +44,47 @@ class UpdateSettings:
 
 @dataclass
 class Batch:
-    input_ids: torch.Tensor  # (B, L) prompt + completion, right-padded
-    attention_mask: torch.Tensor  # (B, L)
-    targets: torch.Tensor  # (B, L - 1) the token each position predicts
-    mask: torch.Tensor  # (B, L - 1) 1 where the target is a completion token
-    old_logp: torch.Tensor  # (B, L - 1) sampling-time log-probabilities, on the same grid
+    input_ids: torch.Tensor  # (B, W) prompt + completion, left-padded
+    attention_mask: torch.Tensor  # (B, W)
+    position_ids: torch.Tensor  # (B, W) positions of real tokens, as without padding
+    targets: torch.Tensor  # (B, C) the last C tokens: what the kept logits predict
+    mask: torch.Tensor  # (B, C) 1 where the target is a completion token
+    old_logp: torch.Tensor  # (B, C) sampling-time log-probabilities, on the same grid
     advantages: torch.Tensor  # (B,)
 
 
 def collate(rollouts: Sequence[Rollout], advantages: Sequence[float], pad_id: int) -> Batch:
-    length = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
-    shape = (len(rollouts), length)
-    ids = torch.full(shape, pad_id, dtype=torch.long)
-    attention = torch.zeros(shape, dtype=torch.long)
-    mask = torch.zeros(len(rollouts), length - 1)
-    old = torch.zeros(len(rollouts), length - 1)
+    width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
+    tail = max(len(r.completion_ids) for r in rollouts)
+    ids = torch.full((len(rollouts), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(rollouts), width), dtype=torch.long)
+    mask = torch.zeros(len(rollouts), tail)
+    old = torch.zeros(len(rollouts), tail)
     for row, r in enumerate(rollouts):
-        p, c = len(r.prompt_ids), len(r.completion_ids)
-        ids[row, : p + c] = torch.tensor(r.prompt_ids + r.completion_ids)
-        attention[row, : p + c] = 1
-        # the logits at position p - 1 + k predict completion token k
-        mask[row, p - 1 : p - 1 + c] = 1
-        old[row, p - 1 : p - 1 + c] = torch.tensor(r.logprobs)
+        sequence = r.prompt_ids + r.completion_ids
+        ids[row, width - len(sequence) :] = torch.tensor(sequence)
+        attention[row, width - len(sequence) :] = 1
+        c = len(r.completion_ids)
+        mask[row, tail - c :] = 1
+        old[row, tail - c :] = torch.tensor(r.logprobs)
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)
     adv = torch.tensor(list(advantages), dtype=torch.float32)
-    return Batch(ids, attention, ids[:, 1:], mask, old, adv)
+    return Batch(ids, attention, positions, ids[:, width - tail :], mask, old, adv)
 
 
 def token_logprobs(model, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(log-probability of each target token, entropy of each position's distribution)."""
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-    logp_all = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    """(log-probability of each target token, entropy of each position's distribution).
+
+    The logits at position t predict token t + 1, so the last C targets need the C logits
+    before the last position: keep C + 1 and drop the final one."""
+    tail = batch.targets.shape[1]
+    out = model(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        logits_to_keep=tail + 1,
+    )
+    logp_all = torch.log_softmax(out.logits[:, :-1].float(), dim=-1)
     logp = logp_all.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
         entropy = -(logp_all.exp() * logp_all).sum(-1)
@@ -88,14 +107,22 @@ def policy_update(
     pad_id: int,
 ) -> dict[str, float]:
     """Train on `rollouts`; returns statistics averaged over the optimizer steps taken."""
-    order = sorted(range(len(rollouts)), key=lambda i: len(rollouts[i].completion_ids))
+    length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    order = sorted(range(len(rollouts)), key=length.__getitem__)  # little padding per batch
+    # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
+    skippable = settings.loss.kl_coef == 0
     sums: dict[str, float] = {}
     micro_count = steps = 0
     model.train()
+    skipped = 0
     for _ in range(settings.ppo_epochs):
         for mini in _chunks(order, settings.mini_batches):
-            micro = _chunks(mini, max(1, math.ceil(len(mini) / settings.micro_batch)))
             denominator = _denominator([rollouts[i] for i in mini], settings.loss.aggregation)
+            active = [i for i in mini if advantages[i] != 0.0 or not skippable]
+            skipped += len(mini) - len(active)
+            if not active:
+                continue
+            micro = _chunks(active, max(1, math.ceil(len(active) / settings.micro_batch)))
             for k, indices in enumerate(micro):
                 batch = collate(
                     [rollouts[i] for i in indices], [advantages[i] for i in indices], pad_id
@@ -105,9 +132,13 @@ def policy_update(
                 with contextlib.nullcontext() if last else accelerator.no_sync(model):
                     logp, entropy = token_logprobs(model, batch)
                     loss, stats = policy_loss(
-                        logp, batch.old_logp, batch.advantages, batch.mask, settings.loss,
+                        logp,
+                        batch.old_logp,
+                        batch.advantages,
+                        batch.mask,
+                        settings.loss,
                         denominator=denominator,
-                    )  # fmt: skip
+                    )
                     accelerator.backward(loss)
                 tokens = batch.mask.sum().clamp(min=1)
                 stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
@@ -123,6 +154,7 @@ def policy_update(
             steps += 1
     out = {name: value / max(1, micro_count) for name, value in sums.items()}
     out["optimizer_steps"] = float(steps)
+    out["zero_advantage_skipped"] = float(skipped)
     out["tokens"] = float(sum(len(r.completion_ids) for r in rollouts))
     out["lr"] = float(scheduler.get_last_lr()[0])
     return out
