@@ -3,6 +3,8 @@
 validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
 pool                  the task pool: import, export, stats (selfplay/curriculum/commands.py)
 model prepare         the model that plays both roles  (selfplay/engine/commands.py)
+run                   a self-play run                  (selfplay/loop.py)
+eval                  benchmarks with pass@k           (selfplay/eval/commands.py)
 config                every configuration field with its documentation
 """
 
@@ -14,12 +16,20 @@ import sys
 from selfplay import config as config_module
 from selfplay.curriculum import commands as curriculum_commands
 from selfplay.engine import commands as engine_commands
+from selfplay.eval import commands as eval_commands
 from selfplay.executor import commands as executor_commands
 
 
 def _config_command(args: argparse.Namespace) -> int:
     for line in config_module.describe():
         print(line)
+    return 0
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from selfplay.loop import run
+
+    run(config_module.load(args.recipe, args.overrides))
     return 0
 
 
@@ -31,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     executor_commands.register(sub)
     curriculum_commands.register(sub)
     engine_commands.register(sub)
+    eval_commands.register(sub)
+    p = sub.add_parser("run", help="a self-play run (resumes when its folder has a checkpoint)")
+    p.add_argument("--recipe", help="YAML recipe, e.g. recipes/cpu_demo.yaml")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=_run_command)
     p = sub.add_parser("config", help="list every configuration field")
     p.set_defaults(handler=_config_command)
     return parser

@@ -1,0 +1,243 @@
+"""A self-play run: `run_step` (the nine stages, one call each) and `run` (the steps around it).
+
+    propose -> validate -> store -> sample -> solve -> verify -> reward -> update -> sync
+
+A run folder (`run.folder`, default `store/<run>/`) holds the resolved configuration
+(`config.yaml`), the task pool (`pool.sqlite` unless `curriculum.store` points elsewhere),
+`metrics.jsonl`, TensorBoard events, `eval/` results and `checkpoints/`. Starting a run whose
+folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
+back, metrics of later (lost) steps are dropped, and the step after the checkpoint is run
+again. The pool needs no rollback: adding a task is idempotent (content hash) and so is
+recording a step's attempts (one record per task, step and model version), so a replayed step
+adds and counts nothing twice, and nothing committed is lost.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from selfplay import stages
+from selfplay.config import Config, to_dict
+from selfplay.step import StageTimer, step_metrics
+
+__all__ = ["Run", "open_run", "run_step", "run"]
+
+
+@dataclass
+class Run:
+    """Everything a run holds; the stages read and use it."""
+
+    config: Config
+    folder: Path
+    accelerator: object
+    model: object
+    tokenizer: object
+    optimizer: object
+    scheduler: object
+    engine: object
+    executor: object
+    store: object
+    update_settings: object
+    pad_id: int
+    version: str = "step0"  # the weights that generate the current step's samples
+    on_stage: object = None  # called with each stage's name as it starts (progress display)
+    eval_problems: list | None = None  # CRUXEval problems of the in-loop evaluation, loaded once
+
+
+def run_step(run: Run, step: int) -> dict[str, float]:
+    """One step of self-play and training; returns its metrics."""
+    run.version = f"step{step - 1}"
+    timer = StageTimer(run.on_stage)
+    with timer("propose"):
+        proposed = stages.propose(run, step)
+    with timer("validate"):
+        stages.validate(run, proposed)
+    with timer("store"):
+        stages.store_tasks(run, proposed, step)
+    with timer("sample"):
+        batch = stages.sample(run, step)
+    with timer("solve"):
+        attempted = stages.solve(run, proposed, batch, step)
+    with timer("verify"):
+        stages.verify(run, attempted, step)
+    with timer("reward"):
+        rollouts, advantages = stages.reward(run, proposed, attempted)
+    with timer("update"):
+        update = stages.update(run, rollouts, advantages)
+    with timer("sync"):
+        stages.sync(run)
+    return step_metrics(run, proposed, attempted, batch, rollouts, advantages, update, timer)
+
+
+# ---------------------------------------------------------------------------------------------
+# opening a run
+
+
+def run_folder(config: Config) -> Path:
+    return Path(config.run.folder.replace("{run}", config.curriculum.run))
+
+
+def _resolved(config: Config, folder: Path) -> Config:
+    """The configuration with the pool placed in the run folder unless it is set elsewhere."""
+    store = config.curriculum.store
+    if store == type(config.curriculum)().store:
+        store = str(folder / "pool.sqlite")
+    return replace(config, curriculum=replace(config.curriculum, store=store))
+
+
+def _save_config(config: Config, folder: Path) -> None:
+    """Write config.yaml; a resumed run with a changed configuration keeps the old one too."""
+    path = folder / "config.yaml"
+    text = yaml.safe_dump(to_dict(config), sort_keys=False)
+    if path.exists() and path.read_text() != text:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path.rename(folder / f"config.before-{stamp}.yaml")
+    path.write_text(text)
+
+
+def open_run(config: Config) -> tuple[Run, int]:
+    """Build (or resume) a run; returns it and the first step to run."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.engine import make_engine
+    from selfplay.engine.model import load_model
+    from selfplay.executor import Executor
+    from selfplay.trainer.checkpoint import Checkpoints
+    from selfplay.trainer.loss import LossSettings
+    from selfplay.trainer.update import UpdateSettings
+
+    folder = run_folder(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = _resolved(config, folder)
+    _save_config(config, folder)
+    t = config.trainer
+    accelerator = Accelerator(mixed_precision=_mixed_precision(t.mixed_precision))
+    set_seed(config.run.seed)
+    model, tokenizer, source = load_model(
+        replace(config.model, dtype="float32"), str(accelerator.device)
+    )
+    if t.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    warmup = max(1, t.warmup_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    executor = Executor(config.executor)
+    store = TaskStore.open(
+        config.curriculum.store,
+        config.curriculum.run,
+        config.curriculum,
+        run_config=to_dict(config),
+    )
+    start = 1
+    latest = Checkpoints(folder).latest()
+    if latest is not None:
+        start = Checkpoints(folder).load(accelerator, latest)["step"] + 1
+    engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
+    if latest is not None:
+        engine.load_weights(accelerator.unwrap_model(model))
+    settings = UpdateSettings(
+        t.micro_batch,
+        t.mini_batches,
+        t.ppo_epochs,
+        t.max_grad_norm,
+        LossSettings(t.clip_low, t.clip_high, t.aggregation, t.kl_coef),
+    )
+    run = Run(
+        config,
+        folder,
+        accelerator,
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        engine,
+        executor,
+        store,
+        settings,
+        tokenizer.pad_token_id,
+    )
+    if config.trainer.kl_coef > 0:
+        raise NotImplementedError("trainer.kl_coef > 0 needs a reference model, not kept yet")
+    _seed_pool(run)
+    return run, start
+
+
+def _mixed_precision(setting: str) -> str:
+    if setting != "auto":
+        return setting
+    import torch
+
+    return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
+
+
+IDENTITY = ("def f(a):\n    return a", "'Hello World'")
+
+
+def _seed_pool(run: Run) -> None:
+    """Zero-data mode starts from AZR's single seed task: the identity function."""
+    if len(run.store) or not run.config.selfplay.seed_identity:
+        return
+    from selfplay.curriculum import Provenance
+    from selfplay.types import Task
+
+    [verdict] = run.executor.validate([IDENTITY])
+    task = Task("deduction", IDENTITY[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s)
+    run.store.add_tasks([task], Provenance("seed", 0, "", "identity"))
+
+
+def close_run(run: Run) -> None:
+    run.engine.close()
+    run.executor.close()
+    run.store.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+def run(config: Config, out=sys.stdout) -> Path:
+    """Run (or resume) the configured number of steps; returns the run folder."""
+    from selfplay.progress import Progress
+    from selfplay.trainer.checkpoint import Checkpoints
+    from selfplay.trainer.metrics import MetricsLogger
+
+    state, start = open_run(config)
+    cfg = state.config
+    checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints)
+    wandb = cfg.run.wandb_project or None
+    logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
+    progress = Progress(out, cfg.run.steps)
+    state.on_stage = progress.stage
+    try:
+        if start > cfg.run.steps:
+            progress.note(f"already finished: {cfg.run.steps} steps done")
+        if start == 1 and cfg.run.eval_every:
+            logger.log(0, _evaluate(state, 0))
+        for step in range(start, cfg.run.steps + 1):
+            metrics = run_step(state, step)
+            if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+                metrics.update(_evaluate(state, step))
+            logger.log(step, metrics)
+            progress.step(step, metrics)
+            if step % cfg.run.checkpoint_every == 0 or step == cfg.run.steps:
+                checkpoints.save(state.accelerator, state.model, state.tokenizer, step)
+        progress.summary(state)
+    finally:
+        logger.close()
+        close_run(state)
+    return state.folder
+
+
+def _evaluate(state: Run, step: int) -> dict[str, float]:
+    from selfplay.eval.cruxeval import evaluate_in_loop
+
+    return evaluate_in_loop(state, step)

@@ -1,0 +1,233 @@
+"""The self-play loop end to end on CPU with a tiny model: two steps, and a killed run resumed.
+
+A randomly initialised model writes nothing that parses, so every reward would be equal and
+every advantage zero. The tiny model here is first fine-tuned for a minute on a handful of
+completions in the project's formats (proposals with a call of `f`, induction inputs with a
+message, solver answers), so that its samples mix valid and invalid proposals and right and
+wrong answers: the pool grows and the policy gradient is not zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import pytest
+import torch
+from sqlalchemy import func, select
+
+from selfplay.config import load
+from selfplay.curriculum import Provenance, TaskStore
+from selfplay.loop import open_run, run, run_step
+from selfplay.trainer.metrics import read_metrics
+from selfplay.types import Task
+
+SEEDS = [
+    ("def f(xs):\n    return sorted(xs)", "[3, 1, 2]", "[1, 2, 3]"),
+    ("def f(s):\n    return s[::-1]", "'abc'", "'cba'"),
+    ("def f(n):\n    return n * n", "7", "49"),
+]
+
+
+FORMATTED_PROGRAMS = [
+    "def f(x):\n    return x * 2\n\nf(3)",
+    "def f(s):\n    return s.upper()\n\nf('abc')",
+    "def f(xs):\n    return xs + [0]\n\nf([1])",
+]
+
+
+def _sft_examples(tokenizer):
+    """(prompt ids, completion ids) pairs: prompts as the loop writes them, with references
+    drawn from the seeded pool in varied orders, and completions in the expected formats."""
+    import random
+
+    from selfplay.engine.template import render
+    from selfplay.proposer import proposer_prompt
+    from selfplay.solver import solver_prompt
+
+    rng = random.Random(0)
+    pool = [Task("deduction", p, (i,), (o,)) for p, i, o in SEEDS]
+    pool.append(
+        Task("deduction", "def f(a):\n    return a", ("'Hello World'",), ("'Hello World'",))
+    )
+    pairs = []
+    for _ in range(3):
+        refs = rng.sample(pool, 2)
+        for kind in ("deduction", "abduction"):
+            body = rng.choice(FORMATTED_PROGRAMS)
+            pairs.append((proposer_prompt(kind, refs), f"```python\n{body}\n```"))
+        program = rng.choice(pool).program
+        calls = "\n".join(f"f({k})" for k in range(1, 5))
+        pairs.append(
+            (
+                proposer_prompt("induction", [], program=program),
+                f"```python\n{calls}\n```\n```message\nsame as given\n```",
+            )
+        )
+        task = rng.choice(pool)
+        pairs.append((solver_prompt(task), f"```output\n{task.outputs[0]}\n```"))
+        pairs.append(
+            (solver_prompt(replace(task, type="abduction")), f"```input\n{task.inputs[0]}\n```")
+        )
+    examples = []
+    for chat, body in pairs:
+        prompt = tokenizer(render(tokenizer, chat), add_special_tokens=False)["input_ids"]
+        text = f"<answer>\n{body}\n</answer>{tokenizer.eos_token}"
+        completion = tokenizer(text, add_special_tokens=False)["input_ids"]
+        examples.append((prompt, completion))
+    return examples
+
+
+@pytest.fixture(scope="module")
+def formatted_model_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny model after a short supervised pass over completions in the project's formats
+    (see the module docstring). Only the completion positions go through the output layer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    examples = _sft_examples(tokenizer)
+    torch.manual_seed(0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=4e-3)
+    model.train()
+    for _ in range(60):
+        for prompt, completion in examples:
+            ids = torch.tensor([prompt + completion])
+            hidden = model.model(input_ids=ids).last_hidden_state
+            logits = model.lm_head(hidden[0, len(prompt) - 1 : -1])
+            torch.nn.functional.cross_entropy(logits, torch.tensor(completion)).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    folder = tmp_path_factory.mktemp("formatted-tiny")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def overrides(folder, model_dir, steps: int = 2) -> list[str]:
+    return [
+        f"run.folder={folder}",
+        f"model.name={model_dir}",
+        f"run.steps={steps}",
+        "run.checkpoint_every=1",
+        "run.tensorboard=true",
+        "curriculum.run=test",
+        "curriculum.references=2",
+        "selfplay.proposals=2",
+        "selfplay.attempts=2",
+        "selfplay.solver_tasks=3",
+        "selfplay.solver_samples=2",
+        "generation.max_new_tokens=64",
+        "generation.temperature=0.5",
+        "trainer.lr=1e-3",
+        "trainer.micro_batch=8",
+        "executor.workers=2",
+    ]
+
+
+def seed_pool(config) -> None:
+    store = TaskStore.open(
+        config.curriculum.store.replace("{run}", "test"), "test", config.curriculum
+    )
+    tasks = [Task("deduction", p, (i,), (o,), cpu_s=1e-4) for p, i, o in SEEDS]
+    store.add_tasks(tasks, Provenance("seed", 0, "", "test"))
+    store.close()
+
+
+def test_two_steps(tmp_path, formatted_model_dir):
+    folder = tmp_path / "run"
+    config = load(None, overrides(folder, formatted_model_dir))
+    config = replace(
+        config, curriculum=replace(config.curriculum, store=str(folder / "pool.sqlite"))
+    )
+    folder.mkdir()
+    seed_pool(config)
+    state, start = open_run(config)
+    assert start == 1
+    before = {k: v.clone() for k, v in state.model.state_dict().items()}
+    metrics = [run_step(state, step) for step in (1, 2)]
+    changed = [k for k, v in state.model.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed, "training must change the parameters"
+    for m in metrics:
+        for stage in ("propose", "validate", "store", "sample", "solve", "verify", "reward",
+                      "update", "sync"):  # fmt: skip
+            assert f"timing_s/{stage}" in m
+        assert m["propose/proposals"] == 3 * 2  # three task types, two prompts each
+        assert "curriculum/pool_size" in m and m["update/tokens"] > 0
+    with state.store.engine.connect() as connection:
+        from selfplay.curriculum.schema import Attempt
+
+        attempts = connection.execute(select(func.count()).select_from(Attempt)).scalar()
+    assert attempts >= 3  # the seeded tasks were attempted and recorded
+    assert len(state.store) > len(SEEDS)  # the seeds and new tasks
+    assert sum(m["propose/new_tasks"] for m in metrics) > 0
+    from selfplay.loop import close_run
+
+    close_run(state)
+
+
+def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
+    folder = tmp_path / "run"
+    config = load(None, overrides(folder, tiny_model_dir, steps=2))
+    folder.mkdir()
+    seed_pool(
+        replace(config, curriculum=replace(config.curriculum, store=str(folder / "pool.sqlite")))
+    )
+    out = open(tmp_path / "out.txt", "w")  # noqa: SIM115
+    run(config, out=out)
+    out.close()
+    text = (tmp_path / "out.txt").read_text()
+    assert "step   2/2" in text and "export the pool" in text
+    assert [m["step"] for m in read_metrics(folder)] == [1, 2]
+    assert (folder / "config.yaml").exists() and (folder / "tensorboard").is_dir()
+    assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
+    # running again finds the run finished
+    out = open(tmp_path / "again.txt", "w")  # noqa: SIM115
+    run(config, out=out)
+    out.close()
+    assert "already finished" in (tmp_path / "again.txt").read_text()
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    args = overrides(folder, tiny_model_dir, steps=4)
+    config = load(None, args)
+    seed_pool(
+        replace(config, curriculum=replace(config.curriculum, store=str(folder / "pool.sqlite")))
+    )
+    command = [sys.executable, "-m", "selfplay.cli", "run", *args]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + 300
+    while not (folder / "checkpoints" / "step-000002").exists():
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, "the run did not reach its second checkpoint"
+        time.sleep(0.2)
+    time.sleep(1.0)  # into step 3
+    os.killpg(proc.pid, signal.SIGKILL) if False else proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    resumed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    steps = [m["step"] for m in read_metrics(folder)]
+    assert steps == [1, 2, 3, 4], steps  # each step once, lost ones dropped and redone
+    store = TaskStore.open(str(folder / "pool.sqlite"), "test", config.curriculum)
+    from selfplay.curriculum.schema import Attempt
+
+    with store.engine.connect() as connection:
+        rows = connection.execute(
+            select(Attempt.task_id, Attempt.step, Attempt.model_version)
+        ).all()
+    assert len(rows) == len(set(rows))  # nothing counted twice
+    assert {step for _, step, _ in rows} >= {1, 2, 3, 4}
+    store.close()
+    assert (
+        json.loads((folder / "checkpoints" / "step-000004" / "checkpoint.json").read_text())["step"]
+        == 4
+    )
