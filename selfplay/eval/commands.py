@@ -1,0 +1,96 @@
+"""`selfplay eval <benchmark> --model PATH_OR_RUN`: pass@1 and pass@k, per-sample JSONL, a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from selfplay import config as config_module
+
+BENCHMARKS = ("cruxeval",)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate a model or a run on a benchmark")
+    p.add_argument("benchmark", choices=BENCHMARKS)
+    p.add_argument(
+        "--model", required=True, help="model folder, hub id, the embedded model, or a run folder"
+    )
+    p.add_argument("--data", help="the benchmark's data file (default: under $SELFPLAY_DATA)")
+    p.add_argument("--k", type=int, nargs="+", default=[1], help="report pass@k for these k")
+    p.add_argument("--samples", type=int, default=1, help="samples per problem (n)")
+    p.add_argument("--temperature", type=float, help="default: 0 for one sample, else the config's")
+    p.add_argument("--limit", type=int, default=0, help="first N problems only (0 = all)")
+    p.add_argument("--out", help="folder for results (default: eval/<benchmark>-<model name>)")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    p.set_defaults(handler=eval_command)
+
+
+def resolve_model(spec: str, overrides: list[str]):
+    """(config, model source): a run folder uses its config and its latest checkpoint."""
+    folder = Path(spec)
+    if (folder / "config.yaml").is_file():
+        from selfplay.trainer.checkpoint import Checkpoints
+
+        config = config_module.load(folder / "config.yaml", overrides)
+        latest = Checkpoints(folder).latest()
+        if latest is None:
+            raise FileNotFoundError(f"run folder {folder} has no checkpoint yet")
+        return config, str(latest / "model")
+    return config_module.load(None, overrides), spec
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    from selfplay.engine import SamplingParams, make_engine
+    from selfplay.engine.model import load_model
+    from selfplay.eval.cruxeval import evaluate, load_problems
+    from selfplay.executor import Executor
+
+    config, source = resolve_model(args.model, args.overrides)
+    config = replace(config, model=replace(config.model, name=source))
+    temperature = args.temperature
+    if temperature is None:
+        temperature = 0.0 if args.samples == 1 else config.generation.temperature
+    params = SamplingParams(
+        n=args.samples,
+        temperature=temperature,
+        top_p=config.generation.top_p,
+        max_tokens=config.generation.max_new_tokens,
+        seed=config.run.seed,
+    )
+    out = Path(args.out or f"eval/{args.benchmark}-{Path(source).name}")
+    out.mkdir(parents=True, exist_ok=True)
+    model, tokenizer, model_source = load_model(config.model)
+    engine = make_engine(config, model, tokenizer, model_source)
+    with Executor(config.executor) as executor:
+        problems = load_problems(executor, args.data, args.limit)
+        metrics, items = evaluate(engine, executor, problems, config.roles, params, tuple(args.k))
+    engine.close()
+    with (out / "samples.jsonl").open("w") as f:
+        for item in items:
+            f.write(json.dumps(item) + "\n")
+    summary = {
+        "benchmark": args.benchmark,
+        "model": source,
+        "problems": len(problems),
+        "samples": args.samples,
+        "temperature": temperature,
+        **metrics,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    _table(summary, sys.stdout)
+    print(f"per-sample results: {out / 'samples.jsonl'}")
+    return 0
+
+
+def _table(summary: dict, stream) -> None:
+    stream.write(
+        f"{summary['benchmark']} on {summary['problems']} problems, "
+        f"{summary['samples']} sample(s) each, temperature {summary['temperature']}\n"
+    )
+    for name, value in summary.items():
+        if "/pass@" in name:
+            stream.write(f"  {name:<24} {value:6.1%}\n")
