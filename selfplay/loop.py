@@ -47,6 +47,7 @@ class Run:
     version: str = "step0"  # the weights that generate the current step's samples
     on_stage: object = None  # called with each stage's name as it starts (progress display)
     eval_problems: list | None = None  # CRUXEval problems of the in-loop evaluation, loaded once
+    reference: object = None  # frozen initial policy of the KL term (trainer.kl_coef > 0)
 
 
 def run_step(run: Run, step: int) -> dict[str, float]:
@@ -126,6 +127,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     )
     if t.gradient_checkpointing:
         model.gradient_checkpointing_enable()
+    reference = _reference(model) if t.kl_coef > 0 else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
     warmup = max(1, t.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
@@ -165,10 +167,19 @@ def open_run(config: Config) -> tuple[Run, int]:
         settings,
         tokenizer.pad_token_id,
     )
-    if config.trainer.kl_coef > 0:
-        raise NotImplementedError("trainer.kl_coef > 0 needs a reference model, not kept yet")
+    run.reference = reference
     _seed_pool(run)
     return run, start
+
+
+def _reference(model):
+    """A frozen copy of the initial weights, for the KL penalty. A resumed run gets the
+    weights the run started from again (the model folder it names), not the checkpoint."""
+    import copy
+
+    reference = copy.deepcopy(model).eval()
+    reference.requires_grad_(False)
+    return reference
 
 
 def _mixed_precision(setting: str) -> str:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from selfplay.curriculum import Outcome, Provenance
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import sampling
+from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import parse_proposal, proposer_prompt, task_from
 from selfplay.solver import parse_answer, solver_prompt
 from selfplay.step import Attempted, Proposed
@@ -30,9 +31,6 @@ from selfplay.trainer.update import policy_update
 from selfplay.types import Answer, Proposal, Rollout
 
 _PROGRAM_TYPES = ("deduction", "abduction")
-# Generation ends at the end of the answer: what a model writes after it is never read, and the
-# parsers read an answer section cut there (an unclosed one runs to the end of the text).
-_STOP = ("</answer>",)
 
 
 def _seed(run, step: int, stage: int) -> int:
@@ -62,7 +60,7 @@ def propose(run, step: int) -> list[Proposed]:
             )
             meta.append((task_type, tuple(r.id for r in refs), programs[k]))
     params = sampling(
-        cfg.generation, n=cfg.selfplay.proposal_samples, seed=_seed(run, step, 0), stop=_STOP
+        cfg.generation, n=cfg.selfplay.proposal_samples, seed=_seed(run, step, 0), stop=ANSWER_STOP
     )
     proposed = []
     for group, ((task_type, refs, program), generation) in enumerate(
@@ -130,7 +128,7 @@ def solve(run, proposed: list[Proposed], batch, step: int) -> list[Attempted]:
         if not tasks:
             continue
         prompts = [solver_prompt(task, cfg.roles) for _, task in tasks]
-        params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=_STOP)
+        params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=ANSWER_STOP)
         for (task_id, task), generation in zip(
             tasks, run.engine.generate(prompts, params), strict=True
         ):
@@ -234,6 +232,7 @@ def update(run, rollouts: list[Rollout], advantages: list[float]) -> dict[str, f
             advantages,
             run.update_settings,
             run.pad_id,
+            run.reference,
         )
     finally:
         run.engine.wake_up()

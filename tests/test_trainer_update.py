@@ -59,14 +59,17 @@ def rollouts(model, count: int = 6) -> list[Rollout]:
     return out
 
 
-def train_once(model, data, advantages, micro_batch: int, lr: float = 0.5) -> dict:
+def train_once(
+    model, data, advantages, micro_batch: int, lr: float = 0.5, kl_coef=0.0, reference=None
+) -> dict:
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    settings = UpdateSettings(micro_batch=micro_batch, max_grad_norm=1e9, loss=LossSettings())
+    loss = LossSettings(kl_coef=kl_coef)
+    settings = UpdateSettings(micro_batch=micro_batch, max_grad_norm=1e9, loss=loss)
     return policy_update(
-        accelerator, model, optimizer, scheduler, data, advantages, settings, pad_id=0
+        accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
     )
 
 
@@ -132,3 +135,26 @@ def test_positive_advantage_raises_the_sampled_tokens_probability():
     with torch.no_grad():
         logp, _ = token_logprobs(model, batch)
     assert logp[batch.mask > 0].sum() > batch.old_logp[batch.mask > 0].sum()
+
+
+def test_kl_to_the_reference_pulls_the_policy_back():
+    """With every advantage 0, only the KL term acts: it moves the policy towards the
+    reference, and zero-advantage rollouts are no longer skipped."""
+    model, reference = tiny_model(seed=0), tiny_model(seed=1)
+    data = rollouts(model)
+    with pytest.raises(ValueError, match="reference"):
+        train_once(tiny_model(), data, [0.0] * 6, micro_batch=2, kl_coef=0.1)
+
+    def kl() -> float:
+        batch = collate(data, [0.0] * 6, pad_id=0)
+        with torch.no_grad():
+            new, _ = token_logprobs(model, batch)
+            ref, _ = token_logprobs(reference, batch)
+        delta = (ref - new)[batch.mask > 0]
+        return float((delta.exp() - delta - 1).mean())
+
+    before = kl()
+    stats = train_once(model, data, [0.0] * 6, 2, lr=0.05, kl_coef=1.0, reference=reference)
+    assert stats["zero_advantage_skipped"] == 0 and stats["optimizer_steps"] == 1
+    assert stats["kl_ref"] == pytest.approx(before, rel=1e-4)
+    assert kl() < before

@@ -105,8 +105,12 @@ def policy_update(
     advantages: Sequence[float],
     settings: UpdateSettings,
     pad_id: int,
+    reference=None,
 ) -> dict[str, float]:
-    """Train on `rollouts`; returns statistics averaged over the optimizer steps taken."""
+    """Train on `rollouts`; returns statistics averaged over the optimizer steps taken.
+    `reference` is the frozen model of the KL term (needed when `settings.loss.kl_coef > 0`)."""
+    if settings.loss.kl_coef > 0 and reference is None:
+        raise ValueError("kl_coef > 0 needs a reference model")
     length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
     order = sorted(range(len(rollouts)), key=length.__getitem__)  # little padding per batch
     # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
@@ -129,6 +133,10 @@ def policy_update(
                 )
                 batch = Batch(*(t.to(accelerator.device) for t in vars(batch).values()))
                 last = k == len(micro) - 1
+                ref_logp = None
+                if settings.loss.kl_coef > 0:
+                    with torch.no_grad():
+                        ref_logp, _ = token_logprobs(reference, batch)
                 with contextlib.nullcontext() if last else accelerator.no_sync(model):
                     logp, entropy = token_logprobs(model, batch)
                     loss, stats = policy_loss(
@@ -137,12 +145,17 @@ def policy_update(
                         batch.advantages,
                         batch.mask,
                         settings.loss,
+                        ref_logp=ref_logp,
                         denominator=denominator,
                     )
                     accelerator.backward(loss)
                 tokens = batch.mask.sum().clamp(min=1)
                 stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
-                stats["loss"] = float(loss.detach()) * len(micro)  # micro losses sum to the step's
+                # the loss and KL of a micro-batch are parts of the mini-batch's (same
+                # denominator): scaled so that their average over micro-batches is the whole
+                stats["loss"] = float(loss.detach()) * len(micro)
+                if "kl_ref" in stats:
+                    stats["kl_ref"] *= len(micro)
                 for name, value in stats.items():
                     sums[name] = sums.get(name, 0.0) + value
                 micro_count += 1
