@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "ANSWER_STOP",
     "Block",
     "answer_region",
     "fenced_blocks",
@@ -24,6 +25,10 @@ __all__ = [
     "is_argument_list",
     "strip_value",
 ]
+
+#: Generation can end at the end of the answer: what follows is never read, and an answer
+#: section cut there (unclosed) runs to the end of the text, which reads the same.
+ANSWER_STOP = ("</answer>",)
 
 _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)[^\n`]*$")
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)

@@ -14,7 +14,7 @@ pass@k the unbiased estimator; with n = 1 at temperature 0 it is greedy pass@1.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from selfplay.data import data_root, records
@@ -60,8 +60,12 @@ def load_problems(executor, path: str | Path | None = None, limit: int = 0) -> l
 def evaluate(
     engine, executor, problems: list[Problem], roles, params, ks: tuple[int, ...] = (1,)
 ) -> tuple[dict[str, float], list[dict]]:
-    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams."""
+    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams
+    (generation stops at the end of the answer unless they name their own stop strings)."""
+    from selfplay.extract import ANSWER_STOP
     from selfplay.solver import parse_answer, solver_prompt
+
+    params = replace(params, stop=params.stop or ANSWER_STOP)
 
     metrics, items = {}, []
     for subset, kind in SUBSETS.items():
