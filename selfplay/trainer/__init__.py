@@ -1,0 +1,60 @@
+"""The trainer: rewards, advantages, the clipped policy loss, the update, checkpoints, metrics.
+
+The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config keys):
+
+1. Propose. For each task type t in `selfplay.task_types`, `selfplay.proposals` prompts, each
+   showing K = `curriculum.references` pool tasks (drawn by `TaskStore.references`: frontier
+   weighted, mutually dissimilar); induction prompts also show one deduction/abduction program
+   from the pool to write inputs for. Each prompt is sampled `selfplay.proposal_samples` times
+   at the run's temperature and top-p, up to `</answer>`.
+2. Validate and store. The executor runs every parsed proposal twice (determinism) under the
+   sandbox; a valid one becomes a task and is added to the pool (a duplicate keeps its id).
+3. Estimate. Each valid proposal is answered `selfplay.attempts` times by the solver role
+   (sampled, never greedy); its empirical solve rate p is the share judged correct.
+4. Solve. `selfplay.solver_tasks` tasks are drawn from the pool by the curriculum sampler
+   (`curriculum.weighting` over the current difficulty estimates) and each is answered
+   `selfplay.solver_samples` times. Every answer, of steps 3 and 4, is judged by the executor
+   and recorded in the pool, which updates the difficulty estimates.
+5. Reward (`rewards`). Solver answers of step 4: 1 if correct, `reward.solver_wrong` (-0.5) if
+   well-formed but wrong, `reward.solver_malformed` (-1) if unreadable. Proposals: the
+   learnability `reward.learnability` of p if valid (AZR's: 1 - p, and 0 at p in {0, 1}),
+   `reward.proposer_invalid` (-0.5) if the executor refused it, `reward.proposer_malformed`
+   (-1) if unreadable. The answers of step 3 only measure p; they are not trained on.
+6. Advantages (`advantages`, `trainer.advantage`). trr++ (default): A = (r - mean) / (std +
+   1e-6) within each (role, task type) group of the step's samples; grpo: within the samples
+   of one prompt; reinforce++: within the whole batch. A group whose rewards are all equal
+   gets A = 0 everywhere.
+7. Update (`update`, `loss`). Log-probabilities of the sampled tokens are recomputed under the
+   current weights; per token, l = -min(rho A, clip(rho, 1 - clip_low, 1 + clip_high) A) with
+   rho = exp(logp_new - logp_sample), aggregated over all completion tokens of a mini-batch
+   (`trainer.aggregation: token`; `sequence` averages per completion first), plus
+   `trainer.kl_coef` times the k3 estimate of KL(policy || initial policy) when kl_coef > 0.
+   The rollouts are split into `trainer.mini_batches` optimizer steps (AdamW, linear warm-up
+   over `trainer.warmup_steps`, gradient-norm clip `trainer.max_grad_norm`), repeated for
+   `trainer.ppo_epochs`; micro-batches of `trainer.micro_batch` accumulate gradients exactly.
+   Rollouts with A = 0 add nothing and are not run (unless the KL term is on).
+8. Sync. The generation engine (transformers or vLLM) gets the new weights.
+
+How it departs from the papers:
+  * AZR (Absolute Zero Reasoner) proposes with a *fixed* reference buffer sampled uniformly
+    and trains the solver on the tasks just proposed; here references and the solver's batch
+    come from the curriculum store, weighted by a running difficulty estimate across steps
+    (the frontier), and the solve rate of a new task is estimated by `attempts` dedicated
+    answers rather than by the training answers. AZR's 8-sample Monte-Carlo estimate is
+    `selfplay.attempts: 8`.
+  * AZR's TRR++ normalises per (role, task type) as here, and AZR optimises a PPO-clipped
+    objective with one symmetric clip range; here the clip range is asymmetric (DAPO's
+    clip-higher, clip_high > clip_low) and the loss is aggregated per token, not per sequence.
+    With ppo_epochs = mini_batches = 1 the ratio is 1 and nothing is clipped: the update is
+    then plain REINFORCE with TRR++ advantages, as in AZR's first step on each batch.
+  * R-Zero trains a separate challenger and solver model with GRPO and rewards the
+    challenger by the solver's uncertainty (largest at p = 1/2) minus a repetition penalty;
+    here one model plays both roles; R-Zero's shape is `reward.learnability: rzero_peak` or
+    `rzero_band`, and repeats are handled by the store (a duplicate earns its learnability
+    but adds no task) rather than by a BLEU-clustering penalty.
+  * TraPO's labeled/unlabeled mixing is not part of this loop (semi-supervised seeding comes
+    with labeled tasks in the pool; see the curriculum store's `origin`).
+  * The log-probabilities the engine reports are those before temperature and top-p (the
+    model's own distribution), so with temperature < 1 the first update is still on-policy
+    with respect to the trained distribution, not the sampling one.
+"""
