@@ -139,11 +139,13 @@ def _mean_learnability(run, valid) -> float:
 
 
 def _reasons(proposed) -> dict[str, int]:
-    """Why proposals failed, by the first part of the reason (syntax, policy, timeout, ...)."""
+    """Why proposals failed: malformed (and why it could not be read), or the first part of
+    the executor's reason (syntax, policy, timeout, ...)."""
     counts: dict[str, int] = defaultdict(int)
     for p in proposed:
         if p.outcome == "malformed":
             counts["malformed"] += 1
+            counts[f"malformed:{p.parsed.reason}"] += 1  # truncated, no_program, ...
         elif p.outcome == "invalid":
             bad = next((v for v in p.verdicts if not v.ok), None)
             counts[(bad.reason.split(":")[0] if bad else "induction_pairs")] += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from selfplay.config import Config, ConfigError, ExecutorConfig, describe, load, to_dict
@@ -46,3 +48,11 @@ def test_every_field_is_documented():
     assert any(line.strip().startswith("executor.workers (int") for line in lines)
     assert all(not line.endswith(": ") for line in lines)
     assert ExecutorConfig().isolation == ("namespaces", "landlock", "seccomp", "rlimits")
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in (Path(__file__).parent.parent / "recipes").glob("*.yaml"))
+)
+def test_shipped_recipes_load(name):
+    cfg = load(Path(__file__).parent.parent / "recipes" / name)
+    assert cfg.run.steps > 0 and cfg.curriculum.run != "default"
