@@ -52,7 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # Overrides may follow options (`selfplay eval cruxeval --model m key=value`), where
+    # argparse has already closed the positional list: collect them from what is left.
+    args, extra = parser.parse_known_args(argv)
+    overrides = [a for a in extra if "=" in a and not a.startswith("-")]
+    if len(overrides) != len(extra) or (overrides and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if overrides:
+        args.overrides = [*(args.overrides or []), *overrides]
     from selfplay.config import ConfigError
     from selfplay.curriculum.database import StoreError
     from selfplay.executor.runner import SandboxError, SandboxUnavailable
