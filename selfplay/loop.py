@@ -61,7 +61,7 @@ def run_step(run: Run, step: int) -> dict[str, float]:
     with timer("store"):
         stages.store_tasks(run, proposed, step)
     with timer("sample"):
-        batch = stages.sample(run, step)
+        batch, pool = stages.sample(run, step)
     with timer("solve"):
         attempted = stages.solve(run, proposed, batch, step)
     with timer("verify"):
@@ -72,7 +72,8 @@ def run_step(run: Run, step: int) -> dict[str, float]:
         update = stages.update(run, rollouts, advantages)
     with timer("sync"):
         stages.sync(run)
-    return step_metrics(run, proposed, attempted, batch, rollouts, advantages, update, timer)
+    metrics = step_metrics(run, proposed, attempted, batch, rollouts, advantages, update, timer)
+    return {**pool, **metrics}
 
 
 # ---------------------------------------------------------------------------------------------

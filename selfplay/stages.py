@@ -113,7 +113,10 @@ def store_tasks(run, proposed: list[Proposed], step: int) -> None:
 
 
 def sample(run, step: int):
-    return run.store.sample(run.config.selfplay.solver_tasks, step)
+    """The solver's frontier batch, and the pool's statistics (size, frontier share, solve
+    rate histogram, solver ability) at this step for the metrics."""
+    batch = run.store.sample(run.config.selfplay.solver_tasks, step)
+    return batch, run.store.stats(step).metrics()
 
 
 def solve(run, proposed: list[Proposed], batch, step: int) -> list[Attempted]:

@@ -353,6 +353,8 @@ def _batch_metrics(config, p, attempted, recent) -> dict[str, float]:
         "curriculum/explore_fraction": float(np.count_nonzero(~attempted) / count),
         "curriculum/recent_fraction": float(np.count_nonzero(recent) / count),
         "curriculum/mean_p": float(p.mean()) if len(p) else 0.0,
+        # difficulty as the estimated failure rate of the batch's tasks, 1 - mean p
+        "curriculum/mean_difficulty": float(1.0 - p.mean()) if len(p) else 0.0,
     }
 
 
