@@ -29,6 +29,7 @@ __all__ = [
     "EngineConfig",
     "GenerationConfig",
     "RolesConfig",
+    "MathCheckConfig",
     "Config",
     "ConfigError",
     "load",
@@ -310,6 +311,19 @@ class RolesConfig:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")
 
 
+@dataclass(frozen=True)
+class MathCheckConfig:
+    """The math answer checker (selfplay/mathcheck/): math-verify in worker processes."""
+
+    workers: int = knob(1, "checker worker processes")
+    timeout_s: float = knob(5.0, "seconds one answer's check may take before it counts as wrong")
+    memory_mb: int = knob(1024, "address space a checker worker may add beyond its start, MiB")
+    startup_timeout_s: float = knob(60.0, "seconds a checker worker may take to start")
+
+    def __post_init__(self) -> None:
+        _positive(self, "workers", "timeout_s", "memory_mb", "startup_timeout_s")
+
+
 def _one_of(obj, name: str, options: tuple[str, ...]) -> None:
     if getattr(obj, name) not in options:
         raise ConfigError(f"{type(obj).__name__}.{name} must be one of {', '.join(options)}")
@@ -415,6 +429,7 @@ class Config:
     trainer: TrainerConfig = section(TrainerConfig, "the policy update")
     reward: RewardConfig = section(RewardConfig, "rewards of the proposer and the solver")
     curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
+    mathcheck: MathCheckConfig = section(MathCheckConfig, "the math answer checker")
 
 
 # ---------------------------------------------------------------------------------------------
