@@ -3,6 +3,7 @@ recovery (the real math-verify in real worker processes)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -86,6 +87,16 @@ def test_a_hanging_check_is_cut_off_and_the_worker_replaced(checker):
     again = checker.check_many([(HANGS, "1"), ("7", "7"), ("2", HANGS), ("0.25", "\\frac14")])
     assert [v.reason for v in again] == ["timeout", "ok", "timeout", "ok"]
     assert checker.restarts == restarts + 3
+
+
+def test_a_worker_that_dies_is_replaced(checker):
+    restarts = checker.restarts
+    killer = threading.Timer(0.5, lambda: checker._workers[0].process.kill())
+    killer.start()
+    verdicts = checker.check_many([("1", HANGS), ("2", "2")])
+    killer.join()
+    assert [v.reason for v in verdicts] == ["worker_died", "ok"]
+    assert checker.restarts == restarts + 1
 
 
 def test_a_pool_of_workers_keeps_the_order_of_answers():

@@ -8,6 +8,11 @@ parent kills it when an answer overruns and starts another (`checker.MathChecker
 space is capped at what it uses after start-up plus MEMORY_MB, so a blow-up ends as a
 `MemoryError` or the worker's death instead of the machine's.
 
+The worker is not sandboxed like the executor's, and needs not be: nothing in it runs model
+text as Python. latex2sympy2_extended parses LaTeX with an ANTLR grammar, and math-verify hands
+sympy's `parse_expr` only text its expression pattern admits (digits, `.`, blanks and the
+operators `+ - * / ^ ( )`).
+
 `compare` is the whole judgement: both sides are parsed by math-verify (LaTeX through
 latex2sympy2_extended, else a plain expression) and compared by its `verify` (numbers to 6
 decimals when one side is a float, sympy simplification, sets, tuples, intervals, equations).
