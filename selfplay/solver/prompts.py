@@ -17,6 +17,8 @@ MATH_SYSTEM = "You are a careful mathematician who solves problems step by step.
 
 def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
     roles = roles or RolesConfig()
+    if task.type == "math":
+        return math_prompt(task.message, roles)
     build = {"deduction": _deduction, "abduction": _abduction, "induction": _induction}
     return chat(build[task.type](task, roles.think), SYSTEM)
 
