@@ -97,6 +97,11 @@ def test_a_worker_that_dies_is_replaced(checker):
     killer.join()
     assert [v.reason for v in verdicts] == ["worker_died", "ok"]
     assert checker.restarts == restarts + 1
+    # one that ends between two batches is replaced before the next, blaming no answer
+    checker._workers[0].process.kill()
+    checker._workers[0].process.wait()
+    assert [v.reason for v in checker.check_many([("2", "2"), ("3", "4")])] == ["ok", "not_equal"]
+    assert checker.restarts == restarts + 2
 
 
 def test_a_pool_of_workers_keeps_the_order_of_answers():

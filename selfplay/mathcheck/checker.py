@@ -53,6 +53,7 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_worker_env(),
+            bufsize=0,
         )
         self.pending: deque[tuple[int, int]] = deque()  # (pair index, bytes sent)
         self.buffer = b""
@@ -74,8 +75,12 @@ class _Worker:
         if not self.pending:
             self.since = time.monotonic()
         self.pending.append((index, len(line)))
-        self.process.stdin.write(line)
-        self.process.stdin.flush()
+        view = memoryview(line)
+        try:
+            while view:
+                view = view[self.process.stdin.write(view) :]
+        except BrokenPipeError:
+            pass  # the worker died: its reader sees the end of its output and replaces it
 
     def read_lines(self) -> list[str] | None:
         """Complete reply lines now available; None when the worker has exited."""
@@ -145,6 +150,11 @@ class MathChecker:
         return verdicts
 
     def _start_workers(self, count: int) -> None:
+        for i, worker in enumerate(self._workers):
+            if worker.process.poll() is not None:  # ended between batches: no pair's fault
+                worker.kill()
+                self._workers[i] = _Worker(self.config)
+                self.restarts += 1
         while len(self._workers) < count:
             self._workers.append(_Worker(self.config))
 
