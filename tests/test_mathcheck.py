@@ -25,6 +25,7 @@ HANGS = "9^{9^{9^{9}}}"
         ("\\boxed{\\left\\{ \\frac{a}{b} \\right\\}}", "\\left\\{ \\frac{a}{b} \\right\\}"),
         ("She makes 9 * 2 = $18.\n#### 1,018", "1018"),
         ("Thus the final answer is $42$. I hope it is correct.", "42"),
+        ("Final Answer: The final answer is $\\frac{3}{4}$. I hope it is correct.", "\\frac{3}{4}"),
         ("**Answer:** $\\$1,200$", "1200"),
         ("The answer is 18 dollars.", "18"),
         ("The answer is 5 \\text{ cm}.", "5"),

@@ -25,7 +25,8 @@ __all__ = ["extract_answer", "clean_answer", "last_boxed", "gsm8k_gold", "math50
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _HASHES = re.compile(r"^\s*####\s*(.+?)\s*$", re.M)
-_PHRASE = re.compile(r"\banswer\b\**\s*(?:is\b|:|=)\**\s*:?\s*(.+)$", re.I | re.M)
+# The last "answer is" / "answer:" of a line (the greedy `.*` skips earlier ones).
+_PHRASE = re.compile(r"^.*\banswer\b\**\s*(?:is\b|:|=)\**\s*:?\s*(.+)$", re.I | re.M)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
 _THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 # `18 dollars`, `5 cm`, `3 apples per day`: a number followed only by words (no math)
