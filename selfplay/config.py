@@ -29,6 +29,7 @@ __all__ = [
     "EngineConfig",
     "GenerationConfig",
     "RolesConfig",
+    "MathCheckConfig",
     "Config",
     "ConfigError",
     "load",
@@ -117,7 +118,7 @@ def _positive(obj, *names: str) -> None:
 
 
 LEARNABILITY_SHAPES = ("azr", "rzero_band", "rzero_peak", "variance")
-TASK_TYPE_ORDER = ("deduction", "abduction", "induction")
+TASK_TYPE_ORDER = ("deduction", "abduction", "induction", "math")
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,8 @@ class CurriculumConfig:
     )
     recent_steps: int = knob(1, "how many latest steps count as recent for recent_share")
     type_quotas: tuple[float, ...] = knob(
-        (1.0, 1.0, 1.0), "relative share of deduction, abduction, induction in a batch"
+        (1.0, 1.0, 1.0, 1.0),
+        "relative share of deduction, abduction, induction, math in a batch (3 weights: no math)",
     )
     seed: int = knob(0, "seed of the sampler; a draw depends only on (seed, step, salt, pool)")
     references: int = knob(6, "reference tasks shown to the proposer per prompt (K)")
@@ -190,8 +192,13 @@ class CurriculumConfig:
             raise ConfigError("curriculum.sqlite_synchronous must be FULL, NORMAL or EXTRA")
         if len(self.band) != 2 or not 0 <= self.band[0] <= self.band[1] <= 1:
             raise ConfigError("curriculum.band must be (low, high) with 0 <= low <= high <= 1")
-        if len(self.type_quotas) != 3 or min(self.type_quotas) < 0 or sum(self.type_quotas) <= 0:
-            raise ConfigError(f"curriculum.type_quotas needs 3 weights >= 0 for {TASK_TYPE_ORDER}")
+        quotas = self.type_quotas
+        if len(quotas) not in (3, 4) or min(quotas) < 0 or sum(quotas) <= 0:
+            raise ConfigError(
+                f"curriculum.type_quotas needs 3 or 4 weights >= 0 for {TASK_TYPE_ORDER}"
+            )
+        if len(quotas) == 3:  # a recipe from before math tasks: none of them in a batch
+            object.__setattr__(self, "type_quotas", (*quotas, 0.0))
         if not 0 < self.discount <= 1:
             raise ConfigError("curriculum.discount must be in (0, 1]")
         for name in ("recent_share", "seed_visible_fraction", "reference_max_similarity"):
@@ -310,6 +317,19 @@ class RolesConfig:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")
 
 
+@dataclass(frozen=True)
+class MathCheckConfig:
+    """The math answer checker (selfplay/mathcheck/): math-verify in worker processes."""
+
+    workers: int = knob(1, "checker worker processes")
+    timeout_s: float = knob(5.0, "seconds one answer's check may take before it counts as wrong")
+    memory_mb: int = knob(1024, "address space a checker worker may add beyond its start, MiB")
+    startup_timeout_s: float = knob(60.0, "seconds a checker worker may take to start")
+
+    def __post_init__(self) -> None:
+        _positive(self, "workers", "timeout_s", "memory_mb", "startup_timeout_s")
+
+
 def _one_of(obj, name: str, options: tuple[str, ...]) -> None:
     if getattr(obj, name) not in options:
         raise ConfigError(f"{type(obj).__name__}.{name} must be one of {', '.join(options)}")
@@ -320,7 +340,8 @@ class SelfPlayConfig:
     """What one step proposes and solves."""
 
     task_types: tuple[str, ...] = knob(
-        ("deduction", "abduction", "induction"), "task types the model proposes and solves"
+        ("deduction", "abduction", "induction"),
+        "task types the model proposes and solves: deduction, abduction, induction, math",
     )
     proposals: int = knob(8, "proposer prompts per task type per step")
     proposal_samples: int = knob(
@@ -415,6 +436,7 @@ class Config:
     trainer: TrainerConfig = section(TrainerConfig, "the policy update")
     reward: RewardConfig = section(RewardConfig, "rewards of the proposer and the solver")
     curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
+    mathcheck: MathCheckConfig = section(MathCheckConfig, "the math answer checker")
 
 
 # ---------------------------------------------------------------------------------------------

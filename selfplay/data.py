@@ -26,6 +26,10 @@ def data_root() -> Path:
     return Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+class DataError(ValueError):
+    """A data file that does not hold what it should (a broken line, a missing field)."""
+
+
 @dataclass(frozen=True)
 class BadLine:
     """A line of a JSONL file that is not a JSON object."""
@@ -64,10 +68,10 @@ def _parse_lines(stream) -> Iterator[tuple[int, dict | BadLine]]:
 
 
 def records(path: str | Path) -> list[dict]:
-    """All records of a JSONL file; raises `ValueError` naming the first broken line."""
+    """All records of a JSONL file; raises `DataError` naming the first broken line."""
     out = []
     for number, record in read_jsonl(path):
         if isinstance(record, BadLine):
-            raise ValueError(f"{path}:{number}: {record.error}")
+            raise DataError(f"{path}:{number}: {record.error}")
         out.append(record)
     return out

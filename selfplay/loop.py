@@ -48,6 +48,7 @@ class Run:
     on_stage: object = None  # called with each stage's name as it starts (progress display)
     eval_problems: list | None = None  # CRUXEval problems of the in-loop evaluation, loaded once
     reference: object = None  # frozen initial policy of the KL term (trainer.kl_coef > 0)
+    math_checker: object = None  # judges math tasks' answers (its workers start on first use)
 
 
 def run_step(run: Run, step: int) -> dict[str, float]:
@@ -112,6 +113,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     from selfplay.engine import make_engine
     from selfplay.engine.model import load_model
     from selfplay.executor import Executor
+    from selfplay.mathcheck import MathChecker
     from selfplay.trainer.checkpoint import Checkpoints
     from selfplay.trainer.loss import LossSettings
     from selfplay.trainer.update import UpdateSettings
@@ -169,6 +171,7 @@ def open_run(config: Config) -> tuple[Run, int]:
         tokenizer.pad_token_id,
     )
     run.reference = reference
+    run.math_checker = MathChecker(config.mathcheck)
     _seed_pool(run)
     return run, start
 
@@ -209,6 +212,8 @@ def _seed_pool(run: Run) -> None:
 def close_run(run: Run) -> None:
     run.engine.close()
     run.executor.close()
+    if run.math_checker is not None:
+        run.math_checker.close()
     run.store.close()
 
 

@@ -2,12 +2,14 @@
 
 propose   the model writes tasks: per task type, prompts with K references from the pool
           (induction prompts also get a program from the pool to write inputs for)
-validate  the executor checks each proposal; a valid one becomes a `Task`
+validate  the executor checks each proposal (a math task's `f()` must return a number); a valid
+          one becomes a `Task`
 store     valid tasks enter the pool (duplicates keep their existing id)
 sample    a frontier batch for the solver is drawn from the pool
 solve     the model answers each new valid task `attempts` times (to estimate its solve rate)
           and each frontier task `solver_samples` times (to train on)
-verify    the executor judges every answer; the attempts are recorded in the pool
+verify    the executor judges every answer (the math checker a math task's answers); the
+          attempts are recorded in the pool
 reward    rewards and advantages of both roles become `Rollout`s
 update    one policy update on the rollouts
 sync      the generation engine gets the new weights
@@ -21,7 +23,7 @@ from selfplay.curriculum import Outcome, Provenance
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import sampling
 from selfplay.extract import ANSWER_STOP
-from selfplay.proposer import parse_proposal, proposer_prompt, task_from
+from selfplay.proposer import math_verdict, parse_proposal, proposer_prompt, task_from
 from selfplay.solver import parse_answer, solver_prompt
 from selfplay.step import Attempted, Proposed
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
@@ -51,7 +53,7 @@ def propose(run, step: int) -> list[Proposed]:
             if not drawn:
                 continue  # nothing to write inputs for yet
             programs = [drawn[k % len(drawn)].task.program for k in range(n)]
-        ref_types = ["induction"] if induction else list(_PROGRAM_TYPES)
+        ref_types = [task_type] if task_type in ("induction", "math") else list(_PROGRAM_TYPES)
         references = run.store.references(n, step, types=ref_types, salt=salt)
         for k in range(n):
             refs = references[k] if k < len(references) else []
@@ -95,6 +97,8 @@ def validate(run, proposed: list[Proposed]) -> None:
     verdicts = iter(run.executor.validate(cases))
     for p in parsed:
         p.verdicts = [next(verdicts) for _ in p.parsed.cases]
+        if p.parsed.type == "math":
+            p.verdicts = [math_verdict(v) for v in p.verdicts]
         p.task = task_from(p.parsed, p.verdicts, n_visible=run.config.roles.induction_visible)
 
 
@@ -157,14 +161,20 @@ def verify(run, attempted: list[Attempted], step: int) -> None:
     by_task: dict[int, list[Attempted]] = defaultdict(list)
     for a in attempted:
         by_task[a.task_id].append(a)
-    items, owners = [], []
+    items, owners, math = [], [], []
     for answers in by_task.values():
         well_formed = [a for a in answers if isinstance(a.parsed, Answer)]
-        if well_formed:
+        if well_formed and well_formed[0].task.type == "math":
+            math += well_formed
+        elif well_formed:
             items.append((well_formed[0].task, [a.parsed.text for a in well_formed]))
             owners.append(well_formed)
     for answers, verdicts in zip(owners, run.executor.verify_many(items), strict=True):
         for a, verdict in zip(answers, verdicts, strict=True):
+            a.verdict = verdict
+    if math:
+        pairs = [(a.task.output, a.parsed.text) for a in math]
+        for a, verdict in zip(math, run.math_checker.check_many(pairs), strict=True):
             a.verdict = verdict
     outcomes = [
         Outcome(task_id, len(answers), sum(a.outcome == "correct" for a in answers))

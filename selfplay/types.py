@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-TaskType = Literal["deduction", "abduction", "induction"]
-TASK_TYPES: tuple[TaskType, ...] = ("deduction", "abduction", "induction")
+TaskType = Literal["deduction", "abduction", "induction", "math"]
+TASK_TYPES: tuple[TaskType, ...] = ("deduction", "abduction", "induction", "math")
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ class Task:
     abduction: given `program` and `outputs[0]`, predict an input that produces it.
     induction: given the first `n_visible` input/output pairs and `message`, write a program;
     it is checked on the remaining (hidden) pairs.
+    math: `message` is a word problem, `program` a function `f()` without arguments that
+    computes its answer, `inputs[0]` is empty and `outputs[0]` the answer (an int or a float);
+    the solver answers in words or LaTeX and the math checker compares.
     """
 
     type: TaskType
@@ -87,7 +90,9 @@ class Proposal:
 
     deduction/abduction: the model wrote `program` and one input. induction: `program` was
     given to the model (taken from the store) and it wrote several `inputs` and a `message`
-    describing the function. Each (program, input) goes to `Executor.validate` as it is.
+    describing the function. math: the model wrote a word problem (`message`) and a program
+    whose `f()` computes its answer; `inputs` is `("",)`. Each (program, input) goes to
+    `Executor.validate` as it is.
     """
 
     type: TaskType
@@ -106,7 +111,8 @@ class Answer:
     """The solver's answer to a task, as text for `Executor.verify`.
 
     deduction: a predicted output (a literal); abduction: a predicted input (the argument text
-    inside `f(...)`); induction: a program defining `f`.
+    inside `f(...)`); induction: a program defining `f`; math: the answer as the solver wrote
+    it (a number or LaTeX), for the math checker.
     """
 
     type: TaskType

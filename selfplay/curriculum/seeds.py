@@ -104,6 +104,8 @@ def candidates(record: dict, line: int, visible_fraction: float) -> list[Candida
     kind = record.get("type")
     if kind is not None and kind not in TASK_TYPES:
         raise ValueError(f"field 'type' must be one of {TASK_TYPES}, not {kind!r}")
+    if kind == "math":
+        raise ValueError("math tasks are written by the proposer; they are not imported")
     inputs, outputs = _pairs(record)
     message = _string(record, "message", "")
     if kind == "induction" or (kind is None and "inputs" in record):

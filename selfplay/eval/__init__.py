@@ -1,1 +1,3 @@
-"""Evaluation on the benchmarks of the field, with the sandboxed executor as the judge."""
+"""Evaluation on the benchmarks of the field, each with its judge: CRUXEval (the sandboxed
+executor), HumanEval and MBPP (their own tests, run in the sandbox), GSM8K and MATH-500 (the
+math checker, `selfplay.mathcheck`). `commands.py` is `selfplay eval`."""

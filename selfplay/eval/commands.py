@@ -9,8 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from selfplay import config as config_module
+from selfplay.data import DataError
 
-BENCHMARKS = ("cruxeval",)
+BENCHMARKS = ("cruxeval", "gsm8k", "math500", "mbpp", "humaneval")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,9 +47,13 @@ def resolve_model(spec: str, overrides: list[str]):
 def eval_command(args: argparse.Namespace) -> int:
     from selfplay.engine import SamplingParams, make_engine
     from selfplay.engine.model import load_model
-    from selfplay.eval.cruxeval import evaluate, load_problems
-    from selfplay.executor import Executor
 
+    if args.limit < 0 or args.samples < 1 or min(args.k) < 1:
+        raise config_module.ConfigError("--limit must be >= 0, --samples and --k >= 1")
+    if max(args.k) > args.samples:
+        raise config_module.ConfigError(
+            f"pass@{max(args.k)} needs at least {max(args.k)} samples per problem (--samples)"
+        )
     config, source = resolve_model(args.model, args.overrides)
     config = replace(config, model=replace(config.model, name=source))
     temperature = args.temperature
@@ -65,10 +70,13 @@ def eval_command(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     model, tokenizer, model_source = load_model(config.model)
     engine = make_engine(config, model, tokenizer, model_source)
-    with Executor(config.executor) as executor:
-        problems = load_problems(executor, args.data, args.limit)
-        metrics, items = evaluate(engine, executor, problems, config.roles, params, tuple(args.k))
-    engine.close()
+    try:
+        problems, metrics, items = _run(args.benchmark, engine, config, args, params)
+    except DataError as err:
+        print(f"selfplay eval: {err}", file=sys.stderr)
+        return 1
+    finally:
+        engine.close()
     with (out / "samples.jsonl").open("w") as f:
         for item in items:
             f.write(json.dumps(item) + "\n")
@@ -84,6 +92,37 @@ def eval_command(args: argparse.Namespace) -> int:
     _table(summary, sys.stdout)
     print(f"per-sample results: {out / 'samples.jsonl'}")
     return 0
+
+
+def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list[dict]]:
+    """(problems, metrics, per-sample records) of one benchmark, with its judge."""
+    ks = tuple(args.k)
+    if benchmark == "cruxeval":
+        from selfplay.eval import cruxeval
+        from selfplay.executor import Executor
+
+        with Executor(config.executor) as executor:
+            problems = cruxeval.load_problems(executor, args.data, args.limit)
+            return problems, *cruxeval.evaluate(
+                engine, executor, problems, config.roles, params, ks
+            )
+    if benchmark in ("gsm8k", "math500"):
+        from selfplay.eval import math_benchmarks
+        from selfplay.mathcheck import MathChecker
+
+        problems = math_benchmarks.load_problems(benchmark, args.data, args.limit)
+        with MathChecker(config.mathcheck) as checker:
+            return problems, *math_benchmarks.evaluate(
+                engine, checker, problems, config.roles, params, ks, benchmark
+            )
+    from selfplay.eval import code_benchmarks
+    from selfplay.executor import Executor
+
+    problems = code_benchmarks.load_problems(benchmark, args.data, args.limit)
+    with Executor(code_benchmarks.executor_config(config.executor)) as executor:
+        return problems, *code_benchmarks.evaluate(
+            engine, executor, problems, config.roles, params, ks, benchmark
+        )
 
 
 def _table(summary: dict, stream) -> None:

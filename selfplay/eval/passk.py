@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["pass_at_k", "mean_pass_at_k"]
+__all__ = ["pass_at_k", "mean_pass_at_k", "pass_at_k_metrics"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -29,3 +29,12 @@ def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     if not counts:
         raise ValueError("no problems")
     return float(np.mean([pass_at_k(n, c, k) for n, c in counts]))
+
+
+def pass_at_k_metrics(
+    name: str, counts: Sequence[tuple[int, int]], ks: Sequence[int]
+) -> dict[str, float]:
+    """`{name}/pass@{k}` for each k that every problem has enough samples for."""
+    return {
+        f"{name}/pass@{k}": mean_pass_at_k(counts, k) for k in ks if all(n >= k for n, _ in counts)
+    }

@@ -93,6 +93,8 @@ def verify_items(
     plan = _Plan(executor)
     planned = []  # per item: (key of each answer, {key: Verdict or run indices})
     for task, answers in items:
+        if task.type == "math":
+            raise ValueError("a math task's answers are judged by the math checker (mathcheck)")
         if task.type == "induction" and not task.hidden_pairs:
             raise ValueError("an induction task needs hidden input/output pairs to verify against")
         keys = [_key(executor, task, answer, mode) for answer in answers]

@@ -4,13 +4,30 @@ prompt = proposer_prompt("deduction", references, cfg.roles)
 proposal = parse_proposal(completion.text, "deduction")   # Proposal or ParseFailure
 verdicts = executor.validate(proposal.cases)
 task = task_from(proposal, verdicts, n_visible=cfg.roles.induction_visible)
+
+A math proposal's verdict goes through `math_verdict` first: its `f()` must return a number.
 """
+
+import re
+from dataclasses import replace
 
 from selfplay.proposer.parse import parse_proposal
 from selfplay.proposer.prompts import proposer_prompt, rules
 from selfplay.types import Proposal, Task, Verdict
 
-__all__ = ["proposer_prompt", "parse_proposal", "rules", "task_from"]
+__all__ = ["proposer_prompt", "parse_proposal", "rules", "task_from", "math_verdict"]
+
+# The canonical text of an int or a finite float (`42`, `-0.5`, `1e-05`); not bool, inf or nan.
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def math_verdict(verdict: Verdict) -> Verdict:
+    """The validation of a math task's `f()`: refused (`math:not_a_number`) unless it returned
+    an int or a finite float, the kind of answer a word problem has."""
+    if verdict.ok and not _NUMBER.fullmatch(verdict.output or ""):
+        detail = f"f() returned {(verdict.output or '')[:80]}"
+        return replace(verdict, ok=False, reason="math:not_a_number", detail=detail)
+    return verdict
 
 
 def task_from(proposal: Proposal, verdicts: list[Verdict], n_visible: int = 0) -> Task | None:
@@ -20,11 +37,15 @@ def task_from(proposal: Proposal, verdicts: list[Verdict], n_visible: int = 0) -
     shows its first `n_visible` pairs and is checked on the rest, so it needs more runs than
     that.
     """
+    if proposal.type == "math":
+        verdicts = [math_verdict(v) for v in verdicts]
     if len(verdicts) != len(proposal.inputs) or not all(v.ok for v in verdicts):
         return None
     inputs = tuple(v.input for v in verdicts)
     outputs = tuple(v.output for v in verdicts)
     cpu = max(v.cpu_s for v in verdicts)
+    if proposal.type == "math":
+        return Task("math", proposal.program, inputs, outputs, proposal.message, cpu_s=cpu)
     if proposal.type != "induction":
         return Task(proposal.type, proposal.program, inputs, outputs, cpu_s=cpu)
     if len(inputs) <= n_visible or n_visible < 1:

@@ -11,7 +11,12 @@ induction: the calls of `f` in the answer's code blocks, one per line (the reque
 every block tagged `input`, in order, without duplicates; the message from a block tagged
 `message`, a `<message>` section or a `Message:` line.
 
-Failures say why: `no_program`, `no_input`, `no_inputs`, `too_few_inputs`, `no_message`, and
+math: the program as for deduction (its `f` takes no arguments; the input is empty) and the
+word problem from a block tagged `problem` (or `question`), a `<problem>` section or a
+`Problem:` line.
+
+Failures say why: `no_program`, `no_input`, `no_inputs`, `too_few_inputs`, `no_message`,
+`no_problem`, and
 `truncated` when a completion cut off by the token limit gave nothing usable.
 """
 
@@ -27,6 +32,7 @@ __all__ = ["parse_proposal"]
 _INPUT_TAGS = ("input", "inputs", "args", "arguments")
 _CODE_TAGS = ("python", "py", "python3", "")
 _MESSAGE = re.compile(r"<message>(.*?)(?:</message>|\Z)", re.S | re.I)
+_PROBLEM = re.compile(r"<problem>(.*?)(?:</problem>|\Z)", re.S | re.I)
 
 
 def parse_proposal(
@@ -47,6 +53,8 @@ def parse_proposal(
     region = extract.answer_region(text)
     if task_type == "induction":
         result = _induction(region, text, program or "", min_inputs, max_inputs)
+    elif task_type == "math":
+        result = _math(region, text)
     else:
         result = _program_and_input(region, text, task_type)
     if isinstance(result, ParseFailure) and truncated:
@@ -130,3 +138,20 @@ def _message(text: str) -> str:
     tagged = [b.body for b in extract.fenced_blocks(text) if b.lang in ("message", "hint")]
     found = tagged or _MESSAGE.findall(text) or extract.labelled(text, "message", "hint")
     return " ".join(found[-1].split()) if found else ""
+
+
+def _math(region: str, text: str) -> Proposal | ParseFailure:
+    candidates = extract.program_blocks(region) or extract.program_blocks(text)
+    if not candidates:
+        return ParseFailure("no_program", "no code defining `f` found")
+    program = extract.clean_program(candidates[-1])[0]
+    problem = _problem(region) or _problem(text)
+    if not problem:
+        return ParseFailure("no_problem", "no word problem found (expected a ```problem block)")
+    return Proposal("math", program, ("",), problem)
+
+
+def _problem(text: str) -> str:
+    tagged = [b.body for b in extract.fenced_blocks(text) if b.lang in ("problem", "question")]
+    found = tagged or _PROBLEM.findall(text) or extract.labelled(text, "problem")
+    return found[-1].strip() if found else ""

@@ -6,6 +6,9 @@ deduction / abduction  the model writes a program `f` and one input; the executo
 induction              the model is given a program (from the store) and writes several inputs
                        and a short message describing the function; the solver sees some pairs
                        and the message and must write `f`.
+math                   the model writes a short word problem and a program whose `f()` computes
+                       its answer; the executor runs `f()` for the gold answer, the solver sees
+                       only the problem.
 
 The rules stated here are the executor's (`selfplay.executor.guards`), listed from its tables so
 that prompt and sandbox cannot drift apart.
@@ -129,7 +132,9 @@ def _references(references: Sequence[Task], roles: RolesConfig, induction: bool)
     usable = [
         t
         for t in references
-        if len(t.program) <= roles.reference_chars and (t.type == "induction") == induction
+        if len(t.program) <= roles.reference_chars
+        and t.type != "math"
+        and (t.type == "induction") == induction
     ]
     if not usable:
         return "There are no earlier puzzles yet: invent the first one."
@@ -145,6 +150,8 @@ def proposer_prompt(
 ) -> Chat:
     """The chat asking for a new task; induction needs the `program` to write inputs for."""
     roles = roles or RolesConfig()
+    if task_type == "math":
+        return chat(_math(references, roles), SYSTEM)
     if task_type == "induction":
         if not program:
             raise ValueError("an induction proposal is written for a given program")
@@ -178,5 +185,33 @@ def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> 
             "dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
             _references(references, roles, induction=True),
             answer_format(body + "\n```message\n...\n```", roles.think),
+        ]
+    )
+
+
+def _math(references: Sequence[Task], roles: RolesConfig) -> str:
+    usable = [t for t in references if t.type == "math" and len(t.program) <= roles.reference_chars]
+    shown = "\n\n".join(
+        f"Problem {k + 1}:\n```problem\n{t.message}\n```\n"
+        f"```python\n{t.program.strip()}\n```\nIts answer is {_short(t.output)}."
+        for k, t in enumerate(usable)
+    )
+    references_text = (
+        f"Earlier problems, for reference (make yours different from all of them):\n\n{shown}"
+        if usable
+        else "There are no earlier problems yet: invent the first one."
+    )
+    body = "```problem\n...\n```\n```python\ndef f():\n    ...\n```"
+    return "\n\n".join(
+        [
+            "Invent a new math word problem whose answer is one number, and a Python function "
+            "`f()`, without arguments, that computes that answer. Another model will see only "
+            "the problem and must solve it by reasoning. Make solving it take several careful "
+            "steps, not a guess.",
+            "Write the problem in a ```problem block and the function in a ```python block. "
+            "The checker runs `f()` to get the answer: it must return an int or a float.",
+            rules(),
+            references_text,
+            answer_format(body, roles.think),
         ]
     )

@@ -6,6 +6,6 @@ verdicts = executor.verify_many([(task, [answer.text, ...])])
 """
 
 from selfplay.solver.parse import parse_answer
-from selfplay.solver.prompts import solver_prompt
+from selfplay.solver.prompts import humaneval_prompt, math_prompt, mbpp_prompt, solver_prompt
 
-__all__ = ["solver_prompt", "parse_answer"]
+__all__ = ["solver_prompt", "parse_answer", "math_prompt", "humaneval_prompt", "mbpp_prompt"]

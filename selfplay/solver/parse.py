@@ -7,6 +7,8 @@ deduction  the last block tagged `output` (or `answer`, `result`), else the last
 abduction  likewise with `input` (untagged blocks must be an argument list or a call of `f`);
            a whole call `f(...)` is reduced to its arguments.
 induction  the last program defining `f`, cleaned of top-level test code (see `extract`).
+math       the final answer as `selfplay.mathcheck.extract_answer` reads it (`\\boxed{}`,
+           "the answer is", a last number, ...), for the math checker.
 
 The answer text goes to `Executor.verify` as it is; whether it is a valid literal or program is
 the executor's judgement, not the parser's.
@@ -18,6 +20,7 @@ import ast
 import re
 
 from selfplay import extract
+from selfplay.mathcheck.extract import extract_answer
 from selfplay.types import Answer, ParseFailure, TaskType
 
 __all__ = ["parse_answer"]
@@ -36,7 +39,9 @@ def parse_answer(text: str, task_type: TaskType, truncated: bool = False) -> Ans
     if not isinstance(text, str) or not text.strip():
         return ParseFailure("empty", "the completion is empty")
     region = extract.answer_region(text)
-    if task_type == "induction":
+    if task_type == "math":
+        value = extract_answer(text) or ""
+    elif task_type == "induction":
         found = extract.program_blocks(region) or extract.program_blocks(text)
         value = extract.clean_program(found[-1])[0] if found else ""
     else:

@@ -1,5 +1,7 @@
 """Solver prompts: predict the output (deduction), find an input (abduction), write `f` from
-visible input/output pairs and the proposer's message (induction)."""
+visible input/output pairs and the proposer's message (induction); and the prompts of the
+benchmarks (`selfplay eval`): a math word problem or competition problem (GSM8K, MATH-500), a
+function to complete (HumanEval) or to write from a description and its tests (MBPP)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,15 @@ from selfplay.engine.base import Chat, chat
 from selfplay.proposer.prompts import SYSTEM, VALUE_TYPES, answer_format, rules
 from selfplay.types import Task
 
-__all__ = ["solver_prompt"]
+__all__ = ["solver_prompt", "math_prompt", "humaneval_prompt", "mbpp_prompt"]
+
+MATH_SYSTEM = "You are a careful mathematician who solves problems step by step."
 
 
 def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
     roles = roles or RolesConfig()
+    if task.type == "math":
+        return math_prompt(task.message, roles)
     build = {"deduction": _deduction, "abduction": _abduction, "induction": _induction}
     return chat(build[task.type](task, roles.think), SYSTEM)
 
@@ -56,3 +62,44 @@ def _induction(task: Task, think: bool) -> str:
             answer_format("```python\ndef f(...):\n    ...\n```", think),
         ]
     )
+
+
+def math_prompt(problem: str, roles: RolesConfig | None = None) -> Chat:
+    """A math problem; the final answer goes in `\\boxed{}` inside the answer section."""
+    roles = roles or RolesConfig()
+    text = "\n\n".join(
+        [
+            f"Solve this problem:\n{problem.strip()}",
+            "Write the final answer as a number or a LaTeX expression in \\boxed{}.",
+            answer_format("\\boxed{...}", roles.think),
+        ]
+    )
+    return chat(text, MATH_SYSTEM)
+
+
+def humaneval_prompt(prompt: str, roles: RolesConfig | None = None) -> Chat:
+    """A function signature with its docstring, to be completed."""
+    roles = roles or RolesConfig()
+    text = "\n\n".join(
+        [
+            f"Complete this Python function:\n```python\n{prompt.strip()}\n```",
+            "Write the whole function, its signature included, in one Python code block. It is "
+            "checked by hidden tests.",
+            answer_format("```python\n...\n```", roles.think),
+        ]
+    )
+    return chat(text, SYSTEM)
+
+
+def mbpp_prompt(description: str, tests: list[str], roles: RolesConfig | None = None) -> Chat:
+    """A task description and the asserts the function must pass (MBPP's own prompt format)."""
+    roles = roles or RolesConfig()
+    shown = "\n".join(tests)
+    text = "\n\n".join(
+        [
+            f"{description.strip()} Your code should pass these tests:\n```python\n{shown}\n```",
+            "Write the function in one Python code block, without the tests.",
+            answer_format("```python\n...\n```", roles.think),
+        ]
+    )
+    return chat(text, SYSTEM)
