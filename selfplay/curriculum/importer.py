@@ -14,7 +14,10 @@ For each candidate task (see `seeds.py`):
 
 A candidate that fails anywhere is a `Reject` with the executor's reason (`syntax`,
 `policy:<rule>`, `timeout`, `nondeterministic`, `input:<why>`, `output_mismatch`, ...) and its
-line; a malformed record is a `malformed_record` reject. Nothing is dropped without a reason.
+line; a malformed record is a `malformed_record` reject; an MBPP assert that cannot become a
+task is one reject per task type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is
+dropped without a reason. A file of math problems is refused whole (`seeds.MathRecords`)
+unless a `math` task type exists.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ class ImportReport:
 def import_file(store, path: str | Path, executor, *, labeled: bool = False, types=None):
     """Validate and add the tasks of a seed file; returns an `ImportReport`."""
     path = Path(path)
-    report = ImportReport(path.name, seeds.guess_format(path), labeled)
+    report = ImportReport(path.name, seeds.importable_format(path), labeled)
     pending: list[Candidate] = []
     for number, record in seeds.read_records(path):
         report.records += 1
@@ -97,12 +100,20 @@ def import_file(store, path: str | Path, executor, *, labeled: bool = False, typ
             continue
         try:
             found = seeds.candidates(record, number, store.config.seed_visible_fraction)
+        except seeds.MathRecords as err:
+            reject = Reject(number, f"line {number}", None, "math_unsupported", str(err))
+            report.rejects.append(reject)
+            continue
         except (ValueError, KeyError) as err:
             report.rejects.append(
                 Reject(number, f"line {number}", None, "malformed_record", str(err))
             )
             continue
-        pending += [c for c in found if types is None or c.type in types]
+        found = [c for c in found if types is None or c.type in types]
+        skipped = [c for c in found if isinstance(c, Reject)]
+        report.candidates += len(skipped)  # counted as candidates that failed
+        report.rejects += skipped
+        pending += [c for c in found if isinstance(c, Candidate)]
         if len(pending) >= store.config.import_batch:
             _import_batch(store, executor, pending, report)
             pending = []
