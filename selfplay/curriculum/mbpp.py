@@ -94,7 +94,11 @@ def triplet(code: str, test: str) -> tuple[str, str, str] | tuple[str, str]:
     name = call.func.id
     defined = {d.name for d in tree.body if isinstance(d, ast.FunctionDef)}
     if name not in defined:
-        return "mbpp:not_defined", f"{name} is not defined by the solution"
+        inner = [
+            n for n in ast.walk(call) if isinstance(n, ast.Name) and n.id in defined
+        ]  # a solution function inside a wrapper such as set(...)
+        reason = "mbpp:not_a_direct_call" if inner else "mbpp:not_defined"
+        return reason, f"{name} is not a function the solution defines"
     values = [*call.args, *(k.value for k in call.keywords)]
     if any(isinstance(a, ast.Starred) for a in call.args) or any(
         k.arg is None for k in call.keywords
@@ -126,18 +130,28 @@ def _uses_f(tree: ast.Module) -> bool:
 
 
 def rename(code: str, name: str) -> str:
-    """`code` with every token `name` that is not an attribute (after a dot) renamed to f."""
-    lines = code.replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
-    tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
-    edits: list[tuple[int, int]] = []  # (row, column) of each occurrence, in order
-    previous = None
-    for tok in tokens:
-        after_dot = previous is not None and previous.type == tokenize.OP and previous.string == "."
-        if tok.type == tokenize.NAME and tok.string == name and not after_dot:
-            edits.append(tok.start)
-        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT):
-            previous = tok
+    """`code` with the module-level function `name` renamed to f: its definition and every
+    plain name that refers to it (calls, recursion), never an attribute or a method."""
+    text = code.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.splitlines(keepends=True)
+    tree = ast.parse(text)
+    wanted = {_char_position(lines, n.lineno, n.col_offset) for n in ast.walk(tree)
+              if isinstance(n, ast.Name) and n.id == name}  # fmt: skip
+    definitions = {d.lineno for d in tree.body if isinstance(d, ast.FunctionDef) and d.name == name}
+    edits, previous = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NAME and tok.string == name:
+            defines = previous == "def" and tok.start[0] in definitions
+            if defines or tok.start in wanted:
+                edits.append(tok.start)
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            previous = tok.string
     for row, column in reversed(edits):
-        text = lines[row - 1]
-        lines[row - 1] = text[:column] + "f" + text[column + len(name) :]
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + "f" + line[column + len(name) :]
     return "".join(lines)
+
+
+def _char_position(lines: list[str], row: int, byte_column: int) -> tuple[int, int]:
+    """ast counts columns in UTF-8 bytes, tokenize in characters."""
+    return row, len(lines[row - 1].encode("utf-8")[:byte_column].decode("utf-8", "replace"))
