@@ -193,7 +193,7 @@ class CurriculumConfig:
         4, "trapo: steps with answers a task needs in the window before it is judged"
     )
     trapo_threshold: float = knob(
-        0.3, "trapo: least similarity to the labeled trajectory for a task to be admitted"
+        0.4, "trapo: least similarity to the labeled trajectory for a task to be admitted"
     )
     trapo_top: float = knob(
         1.0, "trapo: admit at most this share of the judged tasks (the most similar)"
