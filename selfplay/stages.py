@@ -113,7 +113,10 @@ def store_tasks(run, proposed: list[Proposed], step: int) -> None:
 
 
 def sample(run, step: int):
-    return run.store.sample(run.config.selfplay.solver_tasks, step)
+    batch = run.store.sample(run.config.selfplay.solver_tasks, step)
+    if run.selection_log is not None and batch.selection is not None:
+        run.selection_log.write(batch.selection)
+    return batch
 
 
 def solve(run, proposed: list[Proposed], batch, step: int) -> list[Attempted]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+import warnings
 
 from selfplay.curriculum.seeds import Candidate, Reject
 
@@ -76,8 +77,8 @@ def candidates(record: dict, line: int) -> list[Candidate | Reject]:
 def triplet(code: str, test: str) -> tuple[str, str, str] | tuple[str, str]:
     """(program defining f, argument text, expected text), or (reason, detail) to skip."""
     try:
-        node = ast.parse(test.strip())
-        tree = ast.parse(code)
+        node = _parse(test.strip())
+        tree = _parse(code)
     except SyntaxError as err:
         return "mbpp:syntax", str(err)
     statement = node.body[0] if len(node.body) == 1 else None
@@ -118,6 +119,15 @@ def triplet(code: str, test: str) -> tuple[str, str, str] | tuple[str, str]:
     return rename(code, name), ", ".join(parts), expected
 
 
+def _parse(text: str) -> ast.Module:
+    """Parse quietly: MBPP solutions have escapes such as '\\d' in plain strings, which
+    Python warns about (the executor compiles them again and decides)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(text)
+
+
 def _uses_f(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == "f":
@@ -134,7 +144,7 @@ def rename(code: str, name: str) -> str:
     plain name that refers to it (calls, recursion), never an attribute or a method."""
     text = code.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.splitlines(keepends=True)
-    tree = ast.parse(text)
+    tree = _parse(text)
     wanted = {_char_position(lines, n.lineno, n.col_offset) for n in ast.walk(tree)
               if isinstance(n, ast.Name) and n.id == name}  # fmt: skip
     definitions = {d.lineno for d in tree.body if isinstance(d, ast.FunctionDef) and d.name == name}
