@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = pool.add_subparsers(dest="pool_command", required=True)
 
     p = commands.add_parser("import", help="validate and add the tasks of seed files")
-    p.add_argument("files", nargs="+", metavar="FILE", help="JSONL (or .jsonl.gz, .parquet)")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="JSONL (or .jsonl.gz), a JSON array, Parquet"
+    )
     p.add_argument("--labeled", action="store_true", help="mark the tasks as a labeled set")
     p.add_argument("--types", nargs="+", choices=("deduction", "abduction", "induction"))
     p.add_argument("--rejects", help="write every reject (line, reason, detail) to this JSONL")
