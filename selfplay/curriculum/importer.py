@@ -131,7 +131,7 @@ def _import_batch(store, executor, batch: list[Candidate], report: ImportReport)
     origin = "labeled" if report.labeled else "seed"
     for cand in batch:
         end = start + len(cand.inputs)
-        task = _task(store, cand, verdicts[start:end], given[start:end], report)
+        task = _task(store, cand, verdicts[start:end], given[start:end], report, executor.limits)
         if task is not None:
             tasks.append(task)
             provenance.append(Provenance(origin, 0, "", report.file, cand.source_id))
@@ -144,7 +144,7 @@ def _import_batch(store, executor, batch: list[Candidate], report: ImportReport)
         report.by_type.update(t.type for t in tasks)
 
 
-def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
+def _task(store, cand: Candidate, verdicts, given, report, limits) -> Task | None:
     def reject(reason: str, detail: str = "") -> None:
         report.rejects.append(Reject(cand.line, cand.source_id, cand.type, reason, detail))
 
@@ -154,7 +154,8 @@ def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
     for verdict, want in zip(verdicts, given, strict=True):
         if isinstance(want, Verdict):  # the given output could not be read
             return reject(f"output:{want.reason}", want.detail)
-        if want is not None and want != verdict.output:
+        loose = cand.loose_output and want is not None and _equal(want, verdict.output, limits)
+        if want is not None and want != verdict.output and not loose:
             detail = f"given {want[:80]}, the program returns {verdict.output[:80]}"
             return reject("output_mismatch", detail)
     inputs = tuple(v.input for v in verdicts)
@@ -172,6 +173,14 @@ def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
     return Task(
         "induction", cand.program, tuple(pairs), tuple(pairs.values()), cand.message, shown, cpu
     )
+
+
+def _equal(given: str, computed: str, limits) -> bool:
+    """Python's == on two canonical values, read by the executor's literal parser."""
+    try:
+        return values.parse_literal(given, limits) == values.parse_literal(computed, limits)
+    except values.ValueRejected:
+        return False
 
 
 def _validate_literal(executor, cases: Sequence[tuple[str, str]]) -> list[Verdict]:

@@ -9,7 +9,8 @@ code or imports for the tests. An assert of the shape
 where `name` is a function the solution defines and every argument is a Python literal gives
 one (program, input, output) triplet: the solution with `name` renamed to `f` (the name the
 executor calls), the argument text, and `expected` (checked against what the program returns,
-like any given output). Every other assert is skipped with a counted reason:
+like any given output, with Python's == as the assert has it: `240` matches a returned
+`240.0`, and the task keeps `240.0`). Every other assert is skipped with a counted reason:
 
   mbpp:syntax              the assert or the solution does not parse
   mbpp:not_an_equality     not `assert <call> == <expected>` (e.g. `math.isclose(...)`)
@@ -68,7 +69,9 @@ def candidates(record: dict, line: int) -> list[Candidate | Reject]:
         if imports:
             program = "\n".join(imports) + "\n" + program
         out += [
-            Candidate(line, where, kind, program, (arguments,), (expected,), str(message))
+            Candidate(
+                line, where, kind, program, (arguments,), (expected,), str(message), None, True
+            )
             for kind in KINDS
         ]
     return out

@@ -93,19 +93,26 @@ def test_mbpp_records_import_and_run(tmp_path, executor):
             "code": "def rev(xs):\r\n\treturn xs[::-1]",
             "test_setup_code": "",
             "test_list": ["assert rev([1, 2]) == [2, 1]", "assert rev([]) == [1]"],
-        }
+        },
+        {
+            "task_id": 2,
+            "text": "Halve a number.",
+            "code": "def half(x):\n    return x / 2",
+            "test_list": ["assert half(4) == 2"],  # == as the assert has it: 2.0 passes
+        },
     ]
     path = tmp_path / "mbpp.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n{broken\n")
     with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
         report = import_file(store, path, executor, labeled=True)
-        assert report.format == "mbpp" and report.added == 2 and report.candidates == 4
+        assert report.format == "mbpp" and report.added == 4 and report.candidates == 6
         assert report.reasons() == {"output_mismatch": 2, "malformed_record": 1}
-        assert [r.line for r in report.rejects if r.reason == "malformed_record"] == [2]
+        assert [r.line for r in report.rejects if r.reason == "malformed_record"] == [3]
         tasks = store.get(store.index["id"].tolist())
         assert {t.task.type for t in tasks} == {"deduction", "abduction"}
         assert all(t.provenance.origin == "labeled" for t in tasks)
         assert tasks[0].task.program.startswith("def f(xs)") and tasks[0].task.output == "[2, 1]"
+        assert tasks[2].task.output == "2.0"  # the program's own, type-exact output
 
 
 def test_a_broken_json_array_is_one_reported_reject(tmp_path, executor):
