@@ -155,9 +155,10 @@ def test_gsm8k_and_math500_are_refused(tmp_path, executor):
 @pytest.mark.parametrize(
     "relative, least",
     [
-        ("mbpp/mbpp.jsonl", 0.9),
-        ("mbpp/sanitized-mbpp.json", 0.85),
+        ("mbpp/mbpp.jsonl", 0.95),
+        ("mbpp/sanitized-mbpp.json", 0.9),
         ("cruxeval/cruxeval.jsonl", 0.95),
+        ("azr_seed/3b_coder_seed_io.jsonl", 0.8),
     ],
 )
 def test_labeled_sets_import_with_reported_acceptance(tmp_path, executor, report, relative, least):
