@@ -60,6 +60,7 @@ class TaskStore:
         self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
         self._checkpointer = database.checkpointer(engine, config)
         self.trajectories = TrajectoryWindow(config.trapo_window)
+        self._selection_cache: tuple[tuple, trapo.Selection] | None = None
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -326,9 +327,14 @@ class TaskStore:
         `trapo_window` steps (see `selection.py`); computed whatever `curriculum.selection`
         says, which decides only whether `sample` applies it."""
         step = self.last_step if step is None else step
+        key = (step, self.trajectories.version)
+        if self._selection_cache is not None and self._selection_cache[0] == key:
+            return self._selection_cache[1]
         traj = self.trajectories.matrix(step)
         origin = self.index["origin"][self.index.positions(traj.ids)]
-        return trapo.select(self.config, traj, origin == ORIGINS.index("labeled"), step)
+        chosen = trapo.select(self.config, traj, origin == ORIGINS.index("labeled"), step)
+        self._selection_cache = (key, chosen)
+        return chosen
 
     def references(
         self,

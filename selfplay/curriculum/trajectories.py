@@ -41,9 +41,11 @@ class TrajectoryWindow:
     def __init__(self, window: int) -> None:
         self.window = window
         self.columns = np.empty((0, 4), dtype=np.int64)
+        self.version = 0  # counts changes, so that a judgement can be cached until the next
 
     def load(self, engine, run_id: int) -> None:
         """Read the last `window` steps with answers from the database."""
+        self.version += 1
         with database.read(engine) as s:
             last = s.scalar(select(func.max(Attempt.step)).where(Attempt.run_id == run_id))
             if last is None:
@@ -60,6 +62,7 @@ class TrajectoryWindow:
 
     def add(self, step: int, ids: np.ndarray, n: np.ndarray, correct: np.ndarray) -> None:
         """Attempts just recorded for `step`; steps that fall out of the window are dropped."""
+        self.version += 1
         new = np.column_stack([ids, np.full(len(ids), step), n, correct]).astype(np.int64)
         columns = np.concatenate([self.columns, new])
         last = int(columns[:, 1].max()) if len(columns) else step

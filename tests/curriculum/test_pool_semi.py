@@ -192,3 +192,15 @@ def test_no_labeled_tasks_means_the_plain_draw(tmp_path):
         assert a.sample(8, 1, salt=salt).metrics["curriculum/labeled_share"] == 0.0
     a.close()
     b.close()
+
+
+def test_without_labeled_answers_nothing_is_judged(tmp_path, trapo_config):
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "r", trapo_config)
+    ids = store.add_tasks([_task(i) for i in range(6)], Provenance("proposed", 0)).ids
+    rng = np.random.default_rng(0)
+    for step in range(1, 9):
+        store.record_attempts(step, "v", [Outcome(i, 4, int(rng.integers(0, 5))) for i in ids])
+    chosen = store.selection(8)
+    assert chosen.admitted.all() and set(chosen.reasons) == {"no_reference"}
+    assert len(store.sample(6, 8)) == 6
+    store.close()
