@@ -11,7 +11,7 @@ With `curriculum.selection=trapo`, `selection.jsonl` in the run folder gets one 
 unlabeled task whose admission was decided or changed at a step: task id, admitted or not,
 why (`similar`, `dissimilar`, `flat`, `beyond_top`, `few_points`, `no_reference`, ...), its
 similarity to the labeled trajectory and how many steps it rests on (see
-`curriculum/selection.py`).
+`curriculum/selection.py`). A restarted run logs every current decision once again.
 """
 
 from __future__ import annotations
