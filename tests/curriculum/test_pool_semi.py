@@ -110,8 +110,8 @@ def _separation(path, config: CurriculumConfig, seed: int) -> tuple[float, ...]:
     )
 
 
-def test_selection_decides_what_is_drawn_and_survives_reopening(tmp_path, trapo_config):
-    path = str(tmp_path / "pool.sqlite")
+def test_selection_decides_what_is_drawn_and_survives_reopening(store_url, trapo_config):
+    path = store_url
     store = TaskStore.open(path, "sim", trapo_config)
     _simulate(store, seed=1)
     chosen = store.selection(STEPS)
