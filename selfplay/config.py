@@ -30,6 +30,7 @@ __all__ = [
     "GenerationConfig",
     "RolesConfig",
     "MathCheckConfig",
+    "SeedConfig",
     "Config",
     "ConfigError",
     "load",
@@ -119,6 +120,7 @@ def _positive(obj, *names: str) -> None:
 
 LEARNABILITY_SHAPES = ("azr", "rzero_band", "rzero_peak", "variance")
 TASK_TYPE_ORDER = ("deduction", "abduction", "induction", "math")
+SELECTIONS = ("none", "trapo")
 
 
 @dataclass(frozen=True)
@@ -182,8 +184,33 @@ class CurriculumConfig:
         0.5, "share of an imported induction task's pairs shown to the solver; the rest are hidden"
     )
     import_batch: int = knob(512, "records validated and inserted per batch on import")
+    labeled_ratio: float = knob(
+        0.5, "share of each solver batch drawn from labeled tasks when the pool has any"
+    )
+    selection: str = knob(
+        "none", "which unlabeled tasks may be drawn: none (all) or trapo (see selection.py)"
+    )
+    trapo_window: int = knob(8, "trapo: the last this many steps make up a learning trajectory")
+    trapo_min_points: int = knob(
+        4, "trapo: steps with answers a task needs in the window before it is judged"
+    )
+    trapo_threshold: float = knob(
+        0.4, "trapo: least similarity to the labeled trajectory for a task to be admitted"
+    )
+    trapo_top: float = knob(
+        1.0, "trapo: admit at most this share of the judged tasks (the most similar)"
+    )
 
     def __post_init__(self) -> None:
+        if self.selection not in SELECTIONS:
+            raise ConfigError(f"curriculum.selection must be one of {', '.join(SELECTIONS)}")
+        for name in ("labeled_ratio", "trapo_top"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"curriculum.{name} must be in [0, 1]")
+        if not -1 <= self.trapo_threshold <= 1:
+            raise ConfigError("curriculum.trapo_threshold must be in [-1, 1] (a correlation)")
+        if self.trapo_min_points < 3 or self.trapo_window < self.trapo_min_points:
+            raise ConfigError("curriculum: need 3 <= trapo_min_points <= trapo_window")
         if self.shape not in LEARNABILITY_SHAPES:
             raise ConfigError(
                 f"curriculum.shape: {self.shape!r} is not one of {LEARNABILITY_SHAPES}"
@@ -423,6 +450,19 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class SeedConfig:
+    """Data imported into a run's pool when it starts (again on resume: imports dedup)."""
+
+    labeled: str | tuple[str, ...] = knob(
+        (), "labeled sets (a path or a list; {data} is the data folder): origin labeled"
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.labeled, str):  # `seed.labeled=PATH` on the command line
+            object.__setattr__(self, "labeled", (self.labeled,) if self.labeled else ())
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole run."""
 
@@ -437,6 +477,7 @@ class Config:
     reward: RewardConfig = section(RewardConfig, "rewards of the proposer and the solver")
     curriculum: CurriculumConfig = section(CurriculumConfig, "the task pool and its sampler")
     mathcheck: MathCheckConfig = section(MathCheckConfig, "the math answer checker")
+    seed: SeedConfig = section(SeedConfig, "data imported into the pool when a run starts")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ A run folder (`run.folder`, default `store/<run>/`) holds the resolved configura
 `metrics.jsonl`, TensorBoard events, `eval/` results and `checkpoints/`. Starting a run whose
 folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
 back, metrics of later (lost) steps are dropped, and the step after the checkpoint is run
-again. The pool needs no rollback: adding a task is idempotent (content hash) and so is
+again. Labeled sets (`seed.labeled`) are imported into the pool when a run starts
+(`semi.py`). The pool needs no rollback: adding a task is idempotent (content hash) and so is
 recording a step's attempts (one record per task, step and model version), so a replayed step
 adds and counts nothing twice, and nothing committed is lost.
 """
@@ -49,6 +50,8 @@ class Run:
     eval_problems: list | None = None  # CRUXEval problems of the in-loop evaluation, loaded once
     reference: object = None  # frozen initial policy of the KL term (trainer.kl_coef > 0)
     math_checker: object = None  # judges math tasks' answers (its workers start on first use)
+    imports: list | None = None  # reports of the labeled sets imported at the start
+    selection_log: object = None  # `semi.SelectionLog` when curriculum.selection is trapo
 
 
 def run_step(run: Run, step: int) -> dict[str, float]:
@@ -109,6 +112,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    from selfplay import semi
     from selfplay.curriculum import TaskStore
     from selfplay.engine import make_engine
     from selfplay.engine.model import load_model
@@ -118,6 +122,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     from selfplay.trainer.loss import LossSettings
     from selfplay.trainer.update import UpdateSettings
 
+    labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
     folder = run_folder(config)
     folder.mkdir(parents=True, exist_ok=True)
     config = _resolved(config, folder)
@@ -172,6 +177,9 @@ def open_run(config: Config) -> tuple[Run, int]:
     )
     run.reference = reference
     run.math_checker = MathChecker(config.mathcheck)
+    run.imports = semi.import_labeled(store, executor, labeled, folder, config.selfplay.task_types)
+    if config.curriculum.selection == "trapo":
+        run.selection_log = semi.SelectionLog(folder / "selection.jsonl")
     _seed_pool(run)
     return run, start
 
@@ -234,6 +242,11 @@ def run(config: Config, out=sys.stdout) -> Path:
     logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
     progress = Progress(out, cfg.run.steps)
     state.on_stage = progress.stage
+    for report in state.imports or ():
+        progress.note(
+            f"labeled set {report.file}: {report.accepted} of {report.candidates} tasks accepted, "
+            f"{report.added} new in the pool"
+        )
     try:
         if start > cfg.run.steps:
             progress.note(f"already finished: {cfg.run.steps} steps done")

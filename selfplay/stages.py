@@ -120,6 +120,8 @@ def sample(run, step: int):
     """The solver's frontier batch, and the pool's statistics (size, frontier share, solve
     rate histogram, solver ability) at this step for the metrics."""
     batch = run.store.sample(run.config.selfplay.solver_tasks, step)
+    if run.selection_log is not None and batch.selection is not None:
+        run.selection_log.write(batch.selection)
     return batch, run.store.stats(step).metrics()
 
 

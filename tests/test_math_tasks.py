@@ -128,7 +128,7 @@ def test_one_step_of_math_tasks(math_run):
     stages.store_tasks(math_run, proposed, 1)
     stored = math_run.store.get([p.task_id for p in proposed[:2]])
     assert [t.task.message for t in stored] == [EGGS, HALF]
-    batch = stages.sample(math_run, 1)
+    batch, _ = stages.sample(math_run, 1)
     assert sorted(t.task.message for t in batch.tasks) == sorted([EGGS, HALF])
     attempted = stages.solve(math_run, proposed, batch, 1)
     stages.verify(math_run, attempted, 1)

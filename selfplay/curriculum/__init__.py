@@ -11,7 +11,9 @@ current solver and draws training batches at the frontier of its ability.
     store.py       `TaskStore`, the API the training loop uses; records.py: what it takes/gives
     pool.py        the per-task numbers of a run as in-memory numpy columns
     writes.py      its write transactions; reads.py its queries; replay.py rebuilds estimates
-    seeds.py       reading CRUXEval, AZR seeds and generic JSONL records
+    seeds.py       reading CRUXEval, MBPP (mbpp.py), AZR seeds and generic JSONL records
+    trajectories.py  each task's solve rate per step over the last steps, from `attempts`
+    selection.py   TraPO-style admission of unlabeled tasks by trajectory similarity
     importer.py    importing them, every task re-validated by the executor
     export.py      JSONL, Parquet and `datasets` folders, filtered, with provenance
     stats.py       counts, difficulty histogram and growth, as metrics or tables

@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
@@ -31,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = pool.add_subparsers(dest="pool_command", required=True)
 
     p = commands.add_parser("import", help="validate and add the tasks of seed files")
-    p.add_argument("files", nargs="+", metavar="FILE", help="JSONL (or .jsonl.gz, .parquet)")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="JSONL (or .jsonl.gz), a JSON array, Parquet"
+    )
     p.add_argument("--labeled", action="store_true", help="mark the tasks as a labeled set")
     p.add_argument("--types", nargs="+", choices=("deduction", "abduction", "induction"))
     p.add_argument("--rejects", help="write every reject (line, reason, detail) to this JSONL")
@@ -88,8 +91,14 @@ def _open_store(TaskStore, cfg, args, create: bool):
 
 def import_command(args: argparse.Namespace) -> int:
     from selfplay.curriculum.importer import import_file
+    from selfplay.curriculum.seeds import MathRecords, importable_format
     from selfplay.executor.api import Executor
 
+    for path in args.files:  # refuse a file that cannot be imported before importing any
+        try:
+            importable_format(Path(path))
+        except MathRecords as err:
+            raise StoreError(str(err)) from None
     cfg, store = _open(args, create=True)
     rejects = open(args.rejects, "w", encoding="utf-8") if args.rejects else None  # noqa: SIM115
     with store, Executor(cfg.executor) as executor:

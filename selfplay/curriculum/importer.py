@@ -14,7 +14,10 @@ For each candidate task (see `seeds.py`):
 
 A candidate that fails anywhere is a `Reject` with the executor's reason (`syntax`,
 `policy:<rule>`, `timeout`, `nondeterministic`, `input:<why>`, `output_mismatch`, ...) and its
-line; a malformed record is a `malformed_record` reject. Nothing is dropped without a reason.
+line; a malformed record is a `malformed_record` reject; an MBPP assert that cannot become a
+task is one reject per task type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is
+dropped without a reason. A file of math problems is refused whole (`seeds.MathRecords`)
+unless a `math` task type exists.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ class ImportReport:
 def import_file(store, path: str | Path, executor, *, labeled: bool = False, types=None):
     """Validate and add the tasks of a seed file; returns an `ImportReport`."""
     path = Path(path)
-    report = ImportReport(path.name, seeds.guess_format(path), labeled)
+    report = ImportReport(path.name, seeds.importable_format(path), labeled)
     pending: list[Candidate] = []
     for number, record in seeds.read_records(path):
         report.records += 1
@@ -97,12 +100,20 @@ def import_file(store, path: str | Path, executor, *, labeled: bool = False, typ
             continue
         try:
             found = seeds.candidates(record, number, store.config.seed_visible_fraction)
+        except seeds.MathRecords as err:
+            reject = Reject(number, f"line {number}", None, "math_unsupported", str(err))
+            report.rejects.append(reject)
+            continue
         except (ValueError, KeyError) as err:
             report.rejects.append(
                 Reject(number, f"line {number}", None, "malformed_record", str(err))
             )
             continue
-        pending += [c for c in found if types is None or c.type in types]
+        found = [c for c in found if types is None or c.type in types]
+        skipped = [c for c in found if isinstance(c, Reject)]
+        report.candidates += len(skipped)  # counted as candidates that failed
+        report.rejects += skipped
+        pending += [c for c in found if isinstance(c, Candidate)]
         if len(pending) >= store.config.import_batch:
             _import_batch(store, executor, pending, report)
             pending = []
@@ -120,7 +131,7 @@ def _import_batch(store, executor, batch: list[Candidate], report: ImportReport)
     origin = "labeled" if report.labeled else "seed"
     for cand in batch:
         end = start + len(cand.inputs)
-        task = _task(store, cand, verdicts[start:end], given[start:end], report)
+        task = _task(store, cand, verdicts[start:end], given[start:end], report, executor.limits)
         if task is not None:
             tasks.append(task)
             provenance.append(Provenance(origin, 0, "", report.file, cand.source_id))
@@ -133,7 +144,7 @@ def _import_batch(store, executor, batch: list[Candidate], report: ImportReport)
         report.by_type.update(t.type for t in tasks)
 
 
-def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
+def _task(store, cand: Candidate, verdicts, given, report, limits) -> Task | None:
     def reject(reason: str, detail: str = "") -> None:
         report.rejects.append(Reject(cand.line, cand.source_id, cand.type, reason, detail))
 
@@ -143,7 +154,8 @@ def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
     for verdict, want in zip(verdicts, given, strict=True):
         if isinstance(want, Verdict):  # the given output could not be read
             return reject(f"output:{want.reason}", want.detail)
-        if want is not None and want != verdict.output:
+        loose = cand.loose_output and want is not None and _equal(want, verdict.output, limits)
+        if want is not None and want != verdict.output and not loose:
             detail = f"given {want[:80]}, the program returns {verdict.output[:80]}"
             return reject("output_mismatch", detail)
     inputs = tuple(v.input for v in verdicts)
@@ -161,6 +173,14 @@ def _task(store, cand: Candidate, verdicts, given, report) -> Task | None:
     return Task(
         "induction", cand.program, tuple(pairs), tuple(pairs.values()), cand.message, shown, cpu
     )
+
+
+def _equal(given: str, computed: str, limits) -> bool:
+    """Python's == on two canonical values, read by the executor's literal parser."""
+    try:
+        return values.parse_literal(given, limits) == values.parse_literal(computed, limits)
+    except values.ValueRejected:
+        return False
 
 
 def _validate_literal(executor, cases: Sequence[tuple[str, str]]) -> list[Verdict]:

@@ -81,6 +81,7 @@ class Batch:
     step: int
     requested: int
     metrics: dict[str, float]
+    selection: object = None  # the `Selection` applied to the draw (curriculum.selection=trapo)
 
     def __len__(self) -> int:
         return len(self.tasks)

@@ -3,6 +3,8 @@
 Each record is recognised by its fields (a file may mix them):
 
   CRUXEval         {"code", "input", "output", "id"}
+  MBPP             {"code", "test_list", "text" | "prompt", "task_id", "test_imports"?}
+                   (`mbpp.jsonl`, or the JSON array `sanitized-mbpp.json`; see `mbpp.py`)
   AZR triplets     {"snippet", "input", "output", "imports"}        (`*_seed_io.jsonl`)
   AZR induction    {"snippet", "inputs", "outputs", "message", "imports"}
                                                                      (`*_code_f_seed_io.jsonl`)
@@ -18,7 +20,9 @@ and a given output must equal the computed one. `imports` are lines put before t
 (AZR lists the imports a snippet needs; lines the snippet already has are not repeated).
 `n_visible` is how many pairs of an induction task the solver sees (default: the
 `curriculum.seed_visible_fraction` of them, at least one, leaving at least one hidden).
-Files are JSONL (optionally gzipped) or Parquet (as exported).
+Files are JSONL (optionally gzipped), a JSON array of records (`.json`) or Parquet (as
+exported). Math problems (GSM8K `{"question", "answer"}`, MATH-500 `{"problem", "answer"}`)
+are recognised and refused unless a `math` task type exists (`selfplay.types.TASK_TYPES`).
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ class Candidate:
     outputs: tuple[str | None, ...]  # as given; None where the record gives none
     message: str = ""
     n_visible: int | None = None
+    # A given output that is == to the computed one (240 and 240.0) still matches: a test
+    # assert (MBPP) checks with ==; the task keeps the computed, type-exact output.
+    loose_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,9 @@ def read_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
     """(line number, record) per non-blank line; a malformed line gives a Reject instead."""
     if path.suffix == ".parquet":
         yield from _parquet_records(path)
+        return
+    if path.suffix == ".json":
+        yield from _array_records(path)
         return
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as stream:
@@ -97,8 +107,60 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
             yield number, record
 
 
-def candidates(record: dict, line: int, visible_fraction: float) -> list[Candidate]:
-    """The candidates of one record; ValueError (with the reason) when it is malformed."""
+def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
+    """A JSON array of records; record i (from 1) stands where a JSONL file has line i."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except ValueError as err:
+        yield 1, Reject(1, "file", None, "malformed_record", f"not a JSON array: {err}")
+        return
+    if not isinstance(data, list):
+        yield 1, Reject(1, "file", None, "malformed_record", "a .json file must hold an array")
+        return
+    for number, record in enumerate(data, start=1):
+        if isinstance(record, dict):
+            yield number, record
+        else:
+            detail = "a record must be a JSON object"
+            yield number, Reject(number, f"record {number}", None, "malformed_record", detail)
+
+
+class MathRecords(ValueError):
+    """A file of math problems, which need a task type this version does not have."""
+
+
+def math_format(record: dict) -> str | None:
+    """`gsm8k` or `math500` when the record is a math problem, else None."""
+    if "answer" in record and "question" in record:
+        return "gsm8k"
+    if "answer" in record and "problem" in record:
+        return "math500"
+    return None
+
+
+def refuse_math(fmt: str, where: str) -> None:
+    """Math records need the `math` task type; without it, refuse them before importing."""
+    if "math" not in TASK_TYPES:
+        raise MathRecords(
+            f"{where} holds math problems ({fmt}); importing them needs the task type 'math', "
+            f"which this version does not have (task types: {', '.join(TASK_TYPES)})"
+        )
+    raise MathRecords(
+        f"{where} holds math problems ({fmt}); the task type 'math' exists, but the seed "
+        "importer does not read math records yet"
+    )
+
+
+def candidates(record: dict, line: int, visible_fraction: float) -> list[Candidate | Reject]:
+    """The candidates of one record (an MBPP record may also give counted rejects, see
+    `mbpp.py`); ValueError (with the reason) when it is malformed."""
+    from selfplay.curriculum import mbpp
+
+    fmt = math_format(record)
+    if fmt is not None:
+        refuse_math(fmt, f"line {line}")
+    if mbpp.is_mbpp(record):
+        return mbpp.candidates(record, line)
     source_id = str(record["id"]) if record.get("id") is not None else f"line {line}"
     program = _program(record)
     kind = record.get("type")
@@ -179,11 +241,24 @@ def visible_count(n_pairs: int, given: int | None, fraction: float) -> int:
     return min(max(1, round(fraction * n_pairs)), n_pairs - 1)
 
 
+def importable_format(path: Path) -> str:
+    """The file's format (see `guess_format`); `MathRecords` for a file of math problems that
+    this version cannot import, so that a caller can refuse before importing anything."""
+    fmt = guess_format(path)
+    if fmt in ("gsm8k", "math500"):
+        refuse_math(fmt, path.name)
+    return fmt
+
+
 def guess_format(path: Path) -> str:
     """A name for the report: what the file's first record looks like."""
     for _, record in read_records(path):
         if isinstance(record, Reject):
             continue
+        if "code" in record and "test_list" in record:
+            return "mbpp"
+        if math_format(record):
+            return math_format(record)
         if "code" in record and "input" in record:
             return "cruxeval"
         if "snippet" in record:

@@ -5,6 +5,7 @@
                             verifications)                 # ids in input order, duplicates too
     refs = store.references(n_prompts, step)               # K diverse frontier tasks per prompt
     batch = store.sample(512, step)                        # a frontier batch for the solver
+    store.selection(step)                                  # TraPO judgement of unlabeled tasks
     store.record_attempts(step, model_version, outcomes)   # once per (task, step, version)
     store.estimates(ids, step); store.ability(step); store.stats(step)
 
@@ -12,6 +13,10 @@ Every write is one transaction: a task and its references, or a step's attempts 
 difficulty state they imply, appear together or not at all. Recording the same (task, step,
 model version) twice changes nothing the second time, so a resumed run may replay a step.
 One process writes a run at a time; readers (export, stats) may open the same store meanwhile.
+
+Labeled tasks (origin `labeled`) fill `curriculum.labeled_ratio` of each drawn batch when the
+pool has any; with `curriculum.selection=trapo`, unlabeled tasks whose learning trajectory
+does not follow the labeled ones' are not drawn (`selection.py`).
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from sqlalchemy import select
 
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
+from selfplay.curriculum import selection as trapo
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
 from selfplay.curriculum.migrations import ensure_schema
-from selfplay.curriculum.pool import PoolIndex
+from selfplay.curriculum.pool import ORIGINS, PoolIndex
 from selfplay.curriculum.records import (
     AddResult,
     Batch,
@@ -36,6 +42,7 @@ from selfplay.curriculum.records import (
     RecordResult,
 )
 from selfplay.curriculum.schema import Ability, Attempt, Run
+from selfplay.curriculum.trajectories import TrajectoryWindow
 from selfplay.types import TASK_TYPES, Task, TaskType
 
 
@@ -52,6 +59,8 @@ class TaskStore:
         self.recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
         self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
         self._checkpointer = database.checkpointer(engine, config)
+        self.trajectories = TrajectoryWindow(config.trapo_window)
+        self._selection_cache: tuple[tuple, trapo.Selection] | None = None
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -110,6 +119,7 @@ class TaskStore:
             self.abilities = {step: (t, p, n) for step, t, p, n in rows}
             keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == self.run_id)
             self.recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
+        self.trajectories.load(self.engine, self.run_id)
         self._p_cache = None
 
     def close(self) -> None:
@@ -167,6 +177,10 @@ class TaskStore:
         ids, n, k = _aggregate(outcomes)
         self.index.positions(ids)  # KeyError for tasks outside this run
         result = writes.record_attempts(self, step, model_version, ids, n, k)
+        if result.already_recorded:  # a replayed step: the database holds what counts
+            self.trajectories.load(self.engine, self.run_id)
+        else:
+            self.trajectories.add(step, ids, n, k)
         self._p_cache = None
         self._wrote()
         return result
@@ -262,21 +276,65 @@ class TaskStore:
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
         weights = sampler.learnability(self.config, p, attempted)
+        chosen = None
+        if self.config.selection == "trapo":
+            chosen = self.selection(step)
+            weights[self.index.positions(chosen.rejected)] = 0.0
         groups = self._groups(types)
-        cutoff = step - self.config.recent_steps
-        recent = np.flatnonzero(self.index["step"] > cutoff)
+        labeled = self.index["origin"] == ORIGINS.index("labeled")
+        rng = sampler.generator(self.config, step, salt, stream=0)
+        positions = self._draw_split(n, weights, groups, labeled, step, rng)
+        tasks = self.get(self.index["id"][positions].tolist(), step)
+        is_recent = self.index["step"][positions] > step - self.config.recent_steps
+        metrics = _batch_metrics(self.config, p[positions], attempted[positions], is_recent)
+        metrics["curriculum/pool_size"] = float(len(self.index))
+        metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
+        metrics["curriculum/labeled_share"] = (
+            float(labeled[positions].mean()) if len(positions) else 0.0
+        )
+        if chosen is not None:
+            metrics.update(chosen.metrics())
+        return Batch(tuple(tasks), step, n, metrics, chosen)
+
+    def _draw_split(self, n, weights, groups, labeled, step, rng) -> np.ndarray:
+        """Positions of a batch: `labeled_ratio` of it from labeled tasks when any are
+        drawable, the rest from the others; a side short of drawable tasks leaves its slots
+        to the other, so the batch is as full as the pool allows."""
+        if not labeled.any():
+            return self._draw(n, weights, groups, step, rng)
+        n_labeled = round(self.config.labeled_ratio * n)
+        first = self._draw(n_labeled, weights, [g[labeled[g]] for g in groups], step, rng)
+        rest = self._draw(n - len(first), weights, [g[~labeled[g]] for g in groups], step, rng)
+        picked = np.concatenate([first, rest])
+        if len(picked) < n:
+            left = weights.copy()
+            left[picked] = 0.0
+            picked = np.concatenate([picked, self._draw(n - len(picked), left, groups, step, rng)])
+        return picked[rng.permutation(len(picked))]
+
+    def _draw(self, n, weights, groups, step, rng) -> np.ndarray:
+        if n <= 0:
+            return np.empty(0, dtype=np.int64)
+        recent = np.flatnonzero(self.index["step"] > step - self.config.recent_steps)
         kinds = self.index["type"][recent]
         recent_in = [
             np.searchsorted(g, recent[kinds == i]) if len(g) else g for i, g in enumerate(groups)
         ]
-        rng = sampler.generator(self.config, step, salt, stream=0)
-        positions = sampler.draw(self.config, n, weights, groups, recent_in, rng)
-        tasks = self.get(self.index["id"][positions].tolist(), step)
-        is_recent = self.index["step"][positions] > cutoff
-        metrics = _batch_metrics(self.config, p[positions], attempted[positions], is_recent)
-        metrics["curriculum/pool_size"] = float(len(self.index))
-        metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
-        return Batch(tuple(tasks), step, n, metrics)
+        return sampler.draw(self.config, n, weights, groups, recent_in, rng)
+
+    def selection(self, step: int | None = None) -> trapo.Selection:
+        """The TraPO judgement at `step` of every unlabeled task with answers in the last
+        `trapo_window` steps (see `selection.py`); computed whatever `curriculum.selection`
+        says, which decides only whether `sample` applies it."""
+        step = self.last_step if step is None else step
+        key = (step, self.trajectories.version)
+        if self._selection_cache is not None and self._selection_cache[0] == key:
+            return self._selection_cache[1]
+        traj = self.trajectories.matrix(step)
+        origin = self.index["origin"][self.index.positions(traj.ids)]
+        chosen = trapo.select(self.config, traj, origin == ORIGINS.index("labeled"), step)
+        self._selection_cache = (key, chosen)
+        return chosen
 
     def references(
         self,

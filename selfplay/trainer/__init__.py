@@ -52,8 +52,11 @@ How it departs from the papers:
     here one model plays both roles; R-Zero's shape is `reward.learnability: rzero_peak` or
     `rzero_band`, and repeats are handled by the store (a duplicate earns its learnability
     but adds no task) rather than by a BLEU-clustering penalty.
-  * TraPO's labeled/unlabeled mixing is not part of this loop (semi-supervised seeding comes
-    with labeled tasks in the pool; see the curriculum store's `origin`).
+  * TraPO's semi-supervised setting lives in the curriculum store, not in the loss: labeled
+    tasks (`seed.labeled`) join solver batches at `curriculum.labeled_ratio`, and with
+    `curriculum.selection: trapo` self-proposed tasks are admitted by how well their solve-rate
+    trajectories correlate with the labeled tasks' (`selfplay/curriculum/selection.py`).
+    Every answer is checked by the executor, so no majority-vote pseudo-labels are involved.
   * The log-probabilities the engine reports are those before temperature and top-p (the
     model's own distribution), so with temperature < 1 the first update is still on-policy
     with respect to the trained distribution, not the sampling one.

@@ -1,0 +1,75 @@
+"""Semi-supervised runs: labeled sets imported when a run starts, and the selection log.
+
+`seed.labeled` names labeled sets (CRUXEval, MBPP, AZR seeds or the generic JSONL; see
+`curriculum/seeds.py`); `{data}` in a path is the external data folder (`selfplay.data`).
+They are checked before the model loads (a missing file or a file of math problems without
+a `math` task type stops the run at once) and imported with origin `labeled` each time the
+run starts: the pool deduplicates by content hash, so a resumed run adds nothing twice.
+Each import's summary is appended to `imports.jsonl` in the run folder.
+
+With `curriculum.selection=trapo`, `selection.jsonl` in the run folder gets one line per
+unlabeled task whose admission was decided or changed at a step: task id, admitted or not,
+why (`similar`, `dissimilar`, `flat`, `beyond_top`, `few_points`, `no_reference`, ...), its
+similarity to the labeled trajectory and how many steps it rests on (see
+`curriculum/selection.py`). A restarted run logs every current decision once again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from selfplay.data import data_root
+
+
+def labeled_paths(config) -> list[Path]:
+    """The labeled sets of `seed.labeled`, resolved and checked; raises before any work."""
+    from selfplay.config import ConfigError
+    from selfplay.curriculum.seeds import MathRecords, importable_format
+
+    paths = [Path(p.replace("{data}", str(data_root()))) for p in config.seed.labeled]
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f"seed.labeled: no file {path}")
+        try:
+            importable_format(path)
+        except MathRecords as err:
+            raise ConfigError(f"seed.labeled: {err}") from None
+    return paths
+
+
+def import_labeled(store, executor, paths: list[Path], folder: Path, types=None) -> list:
+    """Import each labeled set into the pool (only tasks of `types`, if given); returns the
+    `ImportReport`s."""
+    from selfplay.curriculum.importer import import_file
+
+    reports = []
+    with open(folder / "imports.jsonl", "a", encoding="utf-8") as log:
+        for path in paths:
+            report = import_file(store, path, executor, labeled=True, types=types)
+            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "path": str(path)}
+            log.write(json.dumps({**entry, **report.summary()}) + "\n")
+            reports.append(report)
+    return reports
+
+
+class SelectionLog:
+    """Appends the admission decisions that are new or changed since the last step logged."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last: dict[int, tuple[bool, str]] = {}
+
+    def write(self, selection) -> int:
+        """Log a step's `Selection`; returns how many lines were written."""
+        lines = []
+        for record in selection.records():
+            state = (record["admitted"], record["reason"])
+            if self.last.get(record["task_id"]) != state:
+                self.last[record["task_id"]] = state
+                lines.append(json.dumps(record))
+        if lines:
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write("\n".join(lines) + "\n")
+        return len(lines)

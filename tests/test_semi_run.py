@@ -1,0 +1,75 @@
+"""A semi-supervised run on CPU with the tiny model: `seed.labeled` imports labeled sets when
+the run starts (and adds nothing when it starts again), labeled tasks fill their share of
+the solver's batches, and TraPO selection logs its decisions in the run folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from selfplay.config import ConfigError, load
+from selfplay.curriculum import TaskStore
+from selfplay.loop import run
+from selfplay.trainer.metrics import read_metrics
+from tests.conftest import require_data
+from tests.test_loop import overrides, seed_pool
+
+
+@pytest.mark.data
+def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
+    require_data("cruxeval/cruxeval.jsonl")
+    small = tmp_path / "small.jsonl"
+    small.write_text(
+        json.dumps({"program": "def f(x):\n    return x + 1", "input": "1", "output": "2"}) + "\n"
+    )
+    folder = tmp_path / "run"
+    args = [
+        *overrides(folder, tiny_model_dir, steps=2),
+        f"seed.labeled=['{{data}}/cruxeval/cruxeval.jsonl', '{small}']",
+        "curriculum.labeled_ratio=0.5",
+        "curriculum.selection=trapo",
+        "curriculum.trapo_window=3",
+        "curriculum.trapo_min_points=3",
+    ]
+    config = load(None, args)
+    folder.mkdir()
+    pool = str(folder / "pool.sqlite")
+    seed_pool(replace(config, curriculum=replace(config.curriculum, store=pool)))
+    out = tmp_path / "out.txt"
+    with open(out, "w") as stream:
+        run(config, out=stream)
+    assert "labeled set cruxeval.jsonl: 1594 of 1600 tasks accepted" in out.read_text()
+    with TaskStore.open(pool, "test", config.curriculum) as store:
+        counts = store.stats().by_type_origin
+        size = len(store)
+    assert counts[("deduction", "labeled")] == 797 + 1 and counts[("deduction", "seed")] == 3
+    metrics = read_metrics(folder)
+    # three tasks a step: two labeled (round(0.5 * 3)), one from the rest of the pool
+    assert [m["curriculum/labeled_share"] for m in metrics] == [2 / 3, 2 / 3]
+    assert all("curriculum/trapo_tasks" in m for m in metrics)
+    lines = (folder / "selection.jsonl").read_text().splitlines()
+    decisions = [json.loads(line) for line in lines]
+    assert decisions and {d["reason"] for d in decisions} <= {"few_points", "no_reference"}
+    # a second start (the run is finished) imports again and adds nothing
+    with open(out, "w") as stream:
+        run(config, out=stream)
+    imports = [json.loads(line) for line in (folder / "imports.jsonl").read_text().splitlines()]
+    assert [i["added"] for i in imports] == [1594, 2, 0, 0]
+    assert [i["duplicates"] for i in imports[2:]] == [1594, 2]
+    with TaskStore.open(pool, "test", config.curriculum) as store:
+        assert len(store) == size
+
+
+def test_a_bad_labeled_path_stops_the_run_before_it_starts(tmp_path, tiny_model_dir):
+    folder = tmp_path / "run"
+    config = load(None, [*overrides(folder, tiny_model_dir), f"seed.labeled={tmp_path}/no.jsonl"])
+    with pytest.raises(ConfigError, match="seed.labeled: no file"):
+        run(config)
+    assert not folder.exists()
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
+    config = load(None, [*overrides(folder, tiny_model_dir), f"seed.labeled={gsm}"])
+    with pytest.raises(ConfigError, match="task type 'math'"):
+        run(config)
