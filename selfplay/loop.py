@@ -177,7 +177,9 @@ def open_run(config: Config) -> tuple[Run, int]:
     )
     run.reference = reference
     run.math_checker = MathChecker(config.mathcheck)
-    run.imports = semi.import_labeled(store, executor, labeled, folder, config.selfplay.task_types)
+    run.imports = semi.import_labeled(
+        store, executor, labeled, folder, config.selfplay.task_types, run.math_checker
+    )
     if config.curriculum.selection == "trapo":
         run.selection_log = semi.SelectionLog(folder / "selection.jsonl")
     _seed_pool(run)

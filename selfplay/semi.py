@@ -1,10 +1,12 @@
 """Semi-supervised runs: labeled sets imported when a run starts, and the selection log.
 
 `seed.labeled` names labeled sets (CRUXEval, MBPP, AZR seeds or the generic JSONL; see
-`curriculum/seeds.py`); `{data}` in a path is the external data folder (`selfplay.data`).
-They are checked before the model loads (a missing file or a file of math problems without
-a `math` task type stops the run at once) and imported with origin `labeled` each time the
-run starts: the pool deduplicates by content hash, so a resumed run adds nothing twice.
+`curriculum/seeds.py`) or math problems (GSM8K, MATH-500: `math` tasks whose output is the
+gold answer, checked by the math checker); `{data}` in a path is the external data folder
+(`selfplay.data`). They are checked before the model loads (a missing file, or a file of math
+problems when `selfplay.task_types` has no `math`, stops the run at once) and imported with
+origin `labeled` each time the run starts: the pool deduplicates by content hash, so a
+resumed run adds nothing twice.
 Each import's summary is appended to `imports.jsonl` in the run folder.
 
 With `curriculum.selection=trapo`, `selection.jsonl` in the run folder gets one line per
@@ -26,28 +28,33 @@ from selfplay.data import data_root
 def labeled_paths(config) -> list[Path]:
     """The labeled sets of `seed.labeled`, resolved and checked; raises before any work."""
     from selfplay.config import ConfigError
-    from selfplay.curriculum.seeds import MathRecords, importable_format
+    from selfplay.curriculum.seeds import guess_format
 
     paths = [Path(p.replace("{data}", str(data_root()))) for p in config.seed.labeled]
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"seed.labeled: no file {path}")
-        try:
-            importable_format(path)
-        except MathRecords as err:
-            raise ConfigError(f"seed.labeled: {err}") from None
+        fmt = guess_format(path)
+        if fmt in ("gsm8k", "math500") and "math" not in config.selfplay.task_types:
+            raise ConfigError(
+                f"seed.labeled: {path.name} holds math problems ({fmt}), which become tasks of "
+                "type 'math'; add math to selfplay.task_types (now "
+                f"{list(config.selfplay.task_types)}) to use them"
+            )
     return paths
 
 
-def import_labeled(store, executor, paths: list[Path], folder: Path, types=None) -> list:
-    """Import each labeled set into the pool (only tasks of `types`, if given); returns the
-    `ImportReport`s."""
+def import_labeled(
+    store, executor, paths: list[Path], folder: Path, types=None, checker=None
+) -> list:
+    """Import each labeled set into the pool (only tasks of `types`, if given; math problems
+    are checked by `checker`, a `MathChecker`); returns the `ImportReport`s."""
     from selfplay.curriculum.importer import import_file
 
     reports = []
     with open(folder / "imports.jsonl", "a", encoding="utf-8") as log:
         for path in paths:
-            report = import_file(store, path, executor, labeled=True, types=types)
+            report = import_file(store, path, executor, labeled=True, types=types, checker=checker)
             entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "path": str(path)}
             log.write(json.dumps({**entry, **report.summary()}) + "\n")
             reports.append(report)

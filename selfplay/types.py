@@ -23,9 +23,11 @@ class Task:
     abduction: given `program` and `outputs[0]`, predict an input that produces it.
     induction: given the first `n_visible` input/output pairs and `message`, write a program;
     it is checked on the remaining (hidden) pairs.
-    math: `message` is a word problem, `program` a function `f()` without arguments that
-    computes its answer, `inputs[0]` is empty and `outputs[0]` the answer (an int or a float);
-    the solver answers in words or LaTeX and the math checker compares.
+    math: `message` is a problem and `inputs[0]` is empty; the solver answers in words or
+    LaTeX and the math checker compares the answer with `outputs[0]`. A proposed math task has
+    a `program` whose `f()` (no arguments) computes the answer, and its output is that number's
+    canonical text (an int or a float); a labeled one (GSM8K, MATH-500) has no program
+    (`program == ""`, see `is_labeled_math`) and its output is the gold answer as LaTeX.
     """
 
     type: TaskType
@@ -41,6 +43,11 @@ class Task:
             raise ValueError("a task needs as many outputs as inputs, and at least one of each")
         if self.type != "induction" and len(self.inputs) != 1:
             raise ValueError(f"a {self.type} task has exactly one input/output pair")
+
+    @property
+    def is_labeled_math(self) -> bool:
+        """A math problem with a given answer and no program: nothing to run, only to check."""
+        return self.type == "math" and not self.program.strip()
 
     @property
     def input(self) -> str:

@@ -71,5 +71,5 @@ def test_a_bad_labeled_path_stops_the_run_before_it_starts(tmp_path, tiny_model_
     gsm = tmp_path / "gsm.jsonl"
     gsm.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
     config = load(None, [*overrides(folder, tiny_model_dir), f"seed.labeled={gsm}"])
-    with pytest.raises(ConfigError, match="task type 'math'"):
+    with pytest.raises(ConfigError, match="add math to selfplay.task_types"):
         run(config)

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "files", nargs="+", metavar="FILE", help="JSONL (or .jsonl.gz), a JSON array, Parquet"
     )
     p.add_argument("--labeled", action="store_true", help="mark the tasks as a labeled set")
-    p.add_argument("--types", nargs="+", choices=("deduction", "abduction", "induction"))
+    p.add_argument("--types", nargs="+", choices=TASK_TYPES)
     p.add_argument("--rejects", help="write every reject (line, reason, detail) to this JSONL")
     _common(p)
     p.set_defaults(handler=import_command)
@@ -91,19 +91,19 @@ def _open_store(TaskStore, cfg, args, create: bool):
 
 def import_command(args: argparse.Namespace) -> int:
     from selfplay.curriculum.importer import import_file
-    from selfplay.curriculum.seeds import MathRecords, importable_format
     from selfplay.executor.api import Executor
+    from selfplay.mathcheck import MathChecker
 
-    for path in args.files:  # refuse a file that cannot be imported before importing any
-        try:
-            importable_format(Path(path))
-        except MathRecords as err:
-            raise StoreError(str(err)) from None
+    for path in args.files:  # refuse a missing file before importing any
+        if not Path(path).is_file():
+            raise StoreError(f"no file {path}")
     cfg, store = _open(args, create=True)
     rejects = open(args.rejects, "w", encoding="utf-8") if args.rejects else None  # noqa: SIM115
-    with store, Executor(cfg.executor) as executor:
+    with store, Executor(cfg.executor) as executor, MathChecker(cfg.mathcheck) as checker:
         for path in args.files:
-            report = import_file(store, path, executor, labeled=args.labeled, types=args.types)
+            report = import_file(
+                store, path, executor, labeled=args.labeled, types=args.types, checker=checker
+            )
             print(json.dumps(report.summary()), flush=True)
             _print_report(report)
             for reject in report.rejects if rejects else ():

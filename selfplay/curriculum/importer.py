@@ -16,8 +16,15 @@ A candidate that fails anywhere is a `Reject` with the executor's reason (`synta
 `policy:<rule>`, `timeout`, `nondeterministic`, `input:<why>`, `output_mismatch`, ...) and its
 line; a malformed record is a `malformed_record` reject; an MBPP assert that cannot become a
 task is one reject per task type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is
-dropped without a reason. A file of math problems is refused whole (`seeds.MathRecords`)
-unless a `math` task type exists.
+dropped without a reason.
+
+Math problems (GSM8K, MATH-500; `seeds.MathCandidate`) take another path: they have no
+program, so the executor is not involved. Their gold answer must parse with the math checker
+and be judged equal to itself (else no answer could ever be judged correct); a gold answer that
+fails is a `math:gold_<reason>` reject (`math:gold_unparsable`, `math:gold_not_self_equal`,
+`math:gold_timeout`, ...), one without a gold answer a `math:no_gold` reject. An accepted one
+is `Task("math", "", ("",), (gold,), problem)`: an empty program marks a labeled math task,
+and its content hash covers the problem text and the gold answer.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from pathlib import Path
 
 from selfplay.curriculum import seeds
 from selfplay.curriculum.records import Provenance, verification_record
-from selfplay.curriculum.seeds import Candidate, Reject
+from selfplay.curriculum.seeds import Candidate, MathCandidate, Reject
 from selfplay.executor import values
 from selfplay.types import Task, Verdict
 
@@ -88,38 +95,94 @@ class ImportReport:
         }
 
 
-def import_file(store, path: str | Path, executor, *, labeled: bool = False, types=None):
-    """Validate and add the tasks of a seed file; returns an `ImportReport`."""
+def import_file(
+    store,
+    path: str | Path,
+    executor,
+    *,
+    labeled: bool = False,
+    types=None,
+    checker=None,
+    mathcheck=None,
+):
+    """Validate and add the tasks of a seed file; returns an `ImportReport`.
+
+    Math problems are checked by `checker` (a `MathChecker`), or by one started for this file
+    with the `mathcheck` configuration when they occur and none is given."""
     path = Path(path)
-    report = ImportReport(path.name, seeds.importable_format(path), labeled)
+    report = ImportReport(path.name, seeds.guess_format(path), labeled)
     pending: list[Candidate] = []
-    for number, record in seeds.read_records(path):
-        report.records += 1
-        if isinstance(record, Reject):
-            report.rejects.append(record)
-            continue
-        try:
-            found = seeds.candidates(record, number, store.config.seed_visible_fraction)
-        except seeds.MathRecords as err:
-            reject = Reject(number, f"line {number}", None, "math_unsupported", str(err))
-            report.rejects.append(reject)
-            continue
-        except (ValueError, KeyError) as err:
+    math: list[MathCandidate] = []
+    own_checker = None
+    try:
+        for number, record in seeds.read_records(path):
+            report.records += 1
+            if isinstance(record, Reject):
+                report.rejects.append(record)
+                continue
+            try:
+                found = seeds.candidates(record, number, store.config.seed_visible_fraction)
+            except (ValueError, KeyError) as err:
+                report.rejects.append(
+                    Reject(number, f"line {number}", None, "malformed_record", str(err))
+                )
+                continue
+            found = [c for c in found if types is None or c.type in types]
+            skipped = [c for c in found if isinstance(c, Reject)]
+            report.candidates += len(skipped)  # counted as candidates that failed
+            report.rejects += skipped
+            pending += [c for c in found if isinstance(c, Candidate)]
+            math += [c for c in found if isinstance(c, MathCandidate)]
+            if len(pending) >= store.config.import_batch:
+                _import_batch(store, executor, pending, report)
+                pending = []
+            if len(math) >= store.config.import_batch:
+                if checker is None:
+                    checker = own_checker = _start_checker(mathcheck)
+                _import_math_batch(store, checker, math, report)
+                math = []
+        if pending:
+            _import_batch(store, executor, pending, report)
+        if math:
+            if checker is None:
+                checker = own_checker = _start_checker(mathcheck)
+            _import_math_batch(store, checker, math, report)
+    finally:
+        if own_checker is not None:
+            own_checker.close()
+    return report
+
+
+def _start_checker(config):
+    from selfplay.mathcheck import MathChecker
+
+    return MathChecker(config)
+
+
+def _import_math_batch(store, checker, batch: list[MathCandidate], report: ImportReport) -> None:
+    """Labeled math problems: each gold answer is judged against itself by the math checker."""
+    report.candidates += len(batch)
+    verdicts = checker.check_many([(c.gold, c.gold) for c in batch])
+    tasks, provenance, checks = [], [], []
+    origin = "labeled" if report.labeled else "seed"
+    for cand, verdict in zip(batch, verdicts, strict=True):
+        if not verdict.ok:
+            reason = "not_self_equal" if verdict.reason == "not_equal" else verdict.reason
+            detail = f"gold answer {cand.gold[:80]!r}"
+            if reason not in ("unparsable", "not_self_equal") and verdict.detail:
+                detail += f": {verdict.detail}"  # a timeout, a worker's death, an error
             report.rejects.append(
-                Reject(number, f"line {number}", None, "malformed_record", str(err))
+                Reject(cand.line, cand.source_id, "math", f"math:gold_{reason}", detail)
             )
             continue
-        found = [c for c in found if types is None or c.type in types]
-        skipped = [c for c in found if isinstance(c, Reject)]
-        report.candidates += len(skipped)  # counted as candidates that failed
-        report.rejects += skipped
-        pending += [c for c in found if isinstance(c, Candidate)]
-        if len(pending) >= store.config.import_batch:
-            _import_batch(store, executor, pending, report)
-            pending = []
-    if pending:
-        _import_batch(store, executor, pending, report)
-    return report
+        tasks.append(Task("math", "", ("",), (cand.gold,), cand.problem))
+        provenance.append(Provenance(origin, 0, "", report.file, cand.source_id))
+        checks.append(verification_record([verdict], {"checker": "math-verify"}))
+    if tasks:
+        result = store.add_tasks(tasks, provenance, checks)
+        report.added += result.n_added
+        report.duplicates += result.n_duplicates
+        report.by_type.update(t.type for t in tasks)
 
 
 def _import_batch(store, executor, batch: list[Candidate], report: ImportReport) -> None:

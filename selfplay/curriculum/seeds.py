@@ -1,4 +1,5 @@
-"""Seed files: records of CRUXEval, the AZR seed sets and a generic JSONL, read as candidates.
+"""Seed files: records of CRUXEval, MBPP, the AZR seed sets, a generic JSONL and math problems
+(GSM8K, MATH-500), read as candidates.
 
 Each record is recognised by its fields (a file may mix them):
 
@@ -21,8 +22,19 @@ and a given output must equal the computed one. `imports` are lines put before t
 `n_visible` is how many pairs of an induction task the solver sees (default: the
 `curriculum.seed_visible_fraction` of them, at least one, leaving at least one hidden).
 Files are JSONL (optionally gzipped), a JSON array of records (`.json`) or Parquet (as
-exported). Math problems (GSM8K `{"question", "answer"}`, MATH-500 `{"problem", "answer"}`)
-are recognised and refused unless a `math` task type exists (`selfplay.types.TASK_TYPES`).
+exported).
+
+Math problems with a final answer become `math` tasks without a program:
+
+  GSM8K            {"question", "answer"}        the gold answer follows the last `####`
+  MATH-500         {"problem", "answer" | "solution", "unique_id"?}
+                                                  `answer`, else the last `\\boxed{}` of `solution`
+
+The problem text is the task's message and the gold answer (read by
+`selfplay.mathcheck.gsm8k_gold` / `math500_gold`) its output: LaTeX for the math checker, not
+a canonical Python value, and there is nothing for the executor to run (`MathCandidate`). A
+record with no readable gold answer is a counted `math:no_gold` reject. A record that is
+neither a program nor a math problem is a `malformed_record` that says what was expected.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfplay.mathcheck.extract import gsm8k_gold, math500_gold
 from selfplay.types import TASK_TYPES
 
 
@@ -51,6 +64,18 @@ class Candidate:
     # A given output that is == to the computed one (240 and 240.0) still matches: a test
     # assert (MBPP) checks with ==; the task keeps the computed, type-exact output.
     loose_output: bool = False
+
+
+@dataclass(frozen=True)
+class MathCandidate:
+    """A labeled math problem: no program, its gold answer (LaTeX) is checked by the math
+    checker instead of computed by the executor."""
+
+    line: int
+    source_id: str
+    problem: str
+    gold: str
+    type: str = "math"
 
 
 @dataclass(frozen=True)
@@ -125,40 +150,44 @@ def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
             yield number, Reject(number, f"record {number}", None, "malformed_record", detail)
 
 
-class MathRecords(ValueError):
-    """A file of math problems, which need a task type this version does not have."""
-
-
 def math_format(record: dict) -> str | None:
     """`gsm8k` or `math500` when the record is a math problem, else None."""
-    if "answer" in record and "question" in record:
+    if "question" in record and "answer" in record:
         return "gsm8k"
-    if "answer" in record and "problem" in record:
+    if "problem" in record and ("answer" in record or "solution" in record):
         return "math500"
     return None
 
 
-def refuse_math(fmt: str, where: str) -> None:
-    """Math records need the `math` task type; without it, refuse them before importing."""
-    if "math" not in TASK_TYPES:
-        raise MathRecords(
-            f"{where} holds math problems ({fmt}); importing them needs the task type 'math', "
-            f"which this version does not have (task types: {', '.join(TASK_TYPES)})"
-        )
-    raise MathRecords(
-        f"{where} holds math problems ({fmt}); the task type 'math' exists, but the seed "
-        "importer does not read math records yet"
-    )
+def math_candidate(record: dict, fmt: str, line: int) -> MathCandidate | Reject:
+    """The labeled math task of a GSM8K or MATH-500 record; a `math:no_gold` reject when its
+    gold answer cannot be read; ValueError when the problem text is missing."""
+    field_name = "question" if fmt == "gsm8k" else "problem"
+    problem = record.get(field_name)
+    if not isinstance(problem, str) or not problem.strip():
+        raise ValueError(f"field {field_name!r} must be a non-empty string")
+    ident = record.get("unique_id", record.get("id"))
+    source_id = str(ident) if ident is not None else f"line {line}"
+    try:
+        gold = gsm8k_gold(record) if fmt == "gsm8k" else math500_gold(record)
+    except ValueError as err:
+        return Reject(line, source_id, "math", "math:no_gold", str(err))
+    if not gold:
+        return Reject(line, source_id, "math", "math:no_gold", "the gold answer is empty")
+    return MathCandidate(line, source_id, problem.strip(), gold)
 
 
-def candidates(record: dict, line: int, visible_fraction: float) -> list[Candidate | Reject]:
+def candidates(
+    record: dict, line: int, visible_fraction: float
+) -> list[Candidate | MathCandidate | Reject]:
     """The candidates of one record (an MBPP record may also give counted rejects, see
-    `mbpp.py`); ValueError (with the reason) when it is malformed."""
+    `mbpp.py`, a math problem without a readable gold answer a `math:no_gold` reject);
+    ValueError (with the reason) when it is malformed."""
     from selfplay.curriculum import mbpp
 
     fmt = math_format(record)
     if fmt is not None:
-        refuse_math(fmt, f"line {line}")
+        return [math_candidate(record, fmt, line)]
     if mbpp.is_mbpp(record):
         return mbpp.candidates(record, line)
     source_id = str(record["id"]) if record.get("id") is not None else f"line {line}"
@@ -167,7 +196,10 @@ def candidates(record: dict, line: int, visible_fraction: float) -> list[Candida
     if kind is not None and kind not in TASK_TYPES:
         raise ValueError(f"field 'type' must be one of {TASK_TYPES}, not {kind!r}")
     if kind == "math":
-        raise ValueError("math tasks are written by the proposer; they are not imported")
+        raise ValueError(
+            "a record of type 'math' is imported as a math problem: GSM8K "
+            "{question, answer} or MATH-500 {problem, answer | solution}"
+        )
     inputs, outputs = _pairs(record)
     message = _string(record, "message", "")
     if kind == "induction" or (kind is None and "inputs" in record):
@@ -191,7 +223,10 @@ def _program(record: dict) -> str:
             program = _string(record, name, None)
             break
     else:
-        raise ValueError("missing field 'program' (or 'code', 'snippet')")
+        raise ValueError(
+            "neither a program (fields 'program', 'code' or 'snippet') nor a math problem "
+            "(GSM8K 'question' and 'answer', MATH-500 'problem' and 'answer' or 'solution')"
+        )
     imports = record.get("imports") or []
     if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
         raise ValueError("field 'imports' must be a list of strings")
@@ -241,15 +276,6 @@ def visible_count(n_pairs: int, given: int | None, fraction: float) -> int:
     return min(max(1, round(fraction * n_pairs)), n_pairs - 1)
 
 
-def importable_format(path: Path) -> str:
-    """The file's format (see `guess_format`); `MathRecords` for a file of math problems that
-    this version cannot import, so that a caller can refuse before importing anything."""
-    fmt = guess_format(path)
-    if fmt in ("gsm8k", "math500"):
-        refuse_math(fmt, path.name)
-    return fmt
-
-
 def guess_format(path: Path) -> str:
     """A name for the report: what the file's first record looks like."""
     for _, record in read_records(path):
@@ -257,8 +283,8 @@ def guess_format(path: Path) -> str:
             continue
         if "code" in record and "test_list" in record:
             return "mbpp"
-        if math_format(record):
-            return math_format(record)
+        if fmt := math_format(record):
+            return fmt
         if "code" in record and "input" in record:
             return "cruxeval"
         if "snippet" in record:

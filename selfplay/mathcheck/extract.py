@@ -117,8 +117,15 @@ def gsm8k_gold(record: dict) -> str:
 
 
 def math500_gold(record: dict) -> str:
-    """A MATH-500 record's final answer: its `answer` field (LaTeX)."""
+    """A MATH-500 record's final answer: its `answer` field (LaTeX), else the last `\\boxed{}`
+    of its `solution` (the MATH data set's own records have only a solution)."""
     answer = record.get("answer")
-    if not isinstance(answer, str) or not answer.strip():
-        raise ValueError("a MATH-500 record needs a non-empty `answer` field")
-    return answer.strip()
+    if isinstance(answer, str) and answer.strip():
+        return answer.strip()
+    solution = record.get("solution")
+    boxed = last_boxed(solution) if isinstance(solution, str) else None
+    if boxed is None or not boxed.strip():
+        raise ValueError(
+            "a MATH-500 record needs a non-empty `answer` field or a `solution` with `\\boxed{}`"
+        )
+    return boxed.strip()

@@ -190,7 +190,13 @@ def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> 
 
 
 def _math(references: Sequence[Task], roles: RolesConfig) -> str:
-    usable = [t for t in references if t.type == "math" and len(t.program) <= roles.reference_chars]
+    # Labeled problems (no program, answers that need not be numbers) are no model for what
+    # the proposer must write.
+    usable = [
+        t
+        for t in references
+        if t.type == "math" and not t.is_labeled_math and len(t.program) <= roles.reference_chars
+    ]
     shown = "\n\n".join(
         f"Problem {k + 1}:\n```problem\n{t.message}\n```\n"
         f"```python\n{t.program.strip()}\n```\nIts answer is {_short(t.output)}."

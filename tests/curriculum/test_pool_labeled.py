@@ -1,5 +1,6 @@
 """Labeled sets: MBPP asserts become tasks of `f`, CRUXEval and MBPP import as labeled sets
-with reported acceptance, math problems are refused naming the missing task type."""
+with reported acceptance; GSM8K and MATH-500 problems import as program-less `math` tasks whose
+gold answers the math checker must read, deduplicated by problem and answer."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ import pytest
 from selfplay.curriculum import TaskStore
 from selfplay.curriculum.importer import import_file
 from selfplay.curriculum.mbpp import candidates, rename, triplet
-from selfplay.curriculum.seeds import Candidate, MathRecords, Reject
+from selfplay.curriculum.seeds import Candidate, Reject
 from selfplay.executor import Executor
-from selfplay.types import TASK_TYPES
 from tests.conftest import require_data
 
 
@@ -123,32 +123,126 @@ def test_a_broken_json_array_is_one_reported_reject(tmp_path, executor):
     assert report.reasons() == {"malformed_record": 1} and "JSON array" in report.rejects[0].detail
 
 
-@pytest.mark.skipif("math" in TASK_TYPES, reason="a math task type exists")
-def test_math_problems_are_refused_naming_the_missing_type(tmp_path, executor):
+GSM = [
+    {"question": "Tom has 3 apples and buys 4 more. How many now?", "answer": "3+4=7\n#### 7"},
+    {"question": "Ann has 2 pears and gets 5 more. How many now?", "answer": "2+5=7\n#### 7"},
+    {"question": "How many sides has a square?", "answer": "A square has four sides."},
+    {"question": "What is 1,000 times 3?", "answer": "#### 3,000"},
+]
+MATH = [
+    {"problem": "Compute $\\sin 60^\\circ$.", "answer": "\\frac{\\sqrt3}{2}", "unique_id": "a/1"},
+    {"problem": "Solve $x^2 < 1$.", "solution": "So $\\boxed{x}$ ... $\\boxed{(-1, 1)}$."},
+    {"problem": "Write a broken answer.", "answer": "}{"},
+    {"problem": "Name the prime below 3.", "solution": "It is two, with no box."},
+]
+
+
+def write_lines(path, records, broken_at=None):
+    lines = [json.dumps(r) for r in records]
+    if broken_at is not None:
+        lines.insert(broken_at - 1, '{"question": "cut off')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_math_problems_import_as_labeled_math_tasks(tmp_path):
+    gsm = write_lines(tmp_path / "gsm.jsonl", GSM, broken_at=3)
+    math500 = write_lines(tmp_path / "math.jsonl", MATH)
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        # no executor at all: a labeled math problem has no program to run
+        first = import_file(store, gsm, None, labeled=True)
+        assert first.format == "gsm8k" and first.records == 5 and first.candidates == 4
+        assert (first.added, first.by_type) == (3, {"math": 3})
+        assert first.reasons() == {"malformed_record": 1, "math:no_gold": 1}
+        assert {r.reason: r.line for r in first.rejects} == {
+            "malformed_record": 3,
+            "math:no_gold": 4,
+        }
+        second = import_file(store, math500, None, labeled=True)
+        assert second.format == "math500" and (second.candidates, second.added) == (4, 2)
+        assert second.reasons() == {"math:gold_unparsable": 1, "math:no_gold": 1}
+        lines = {r.reason: r.line for r in second.rejects}
+        assert lines == {"math:gold_unparsable": 3, "math:no_gold": 4}
+        assert "}{" in next(r.detail for r in second.rejects if r.line == 3)
+        tasks = store.get(store.index["id"].tolist())
+    assert [(t.task.message, t.task.output) for t in tasks] == [
+        (GSM[0]["question"], "7"),
+        (GSM[1]["question"], "7"),  # the same answer to another problem: another task
+        (GSM[3]["question"], "3000"),
+        (MATH[0]["problem"], "\\frac{\\sqrt3}{2}"),
+        (MATH[1]["problem"], "(-1, 1)"),  # the last box of the solution
+    ]
+    assert all(t.task.is_labeled_math and t.task.inputs == ("",) for t in tasks)
+    assert {t.provenance.origin for t in tasks} == {"labeled"}
+    assert [t.provenance.source_id for t in tasks][2:4] == ["line 5", "a/1"]
+    assert len({t.hash for t in tasks}) == 5
+
+
+def test_math_problems_import_once(tmp_path):
+    gsm = write_lines(tmp_path / "gsm.jsonl", GSM + GSM[:1])  # a problem twice in one file
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        first = import_file(store, gsm, None, labeled=True)
+        again = import_file(store, gsm, None, labeled=True)
+        assert (first.added, first.duplicates) == (3, 1)
+        assert (again.added, again.duplicates, again.accepted) == (0, 4, 4)
+        assert len(store) == 3
+
+
+def test_records_that_are_neither_code_nor_math_are_rejected_saying_so(tmp_path, executor):
+    path = write_lines(
+        tmp_path / "odd.jsonl",
+        [{"text": "hello", "answer": "7"}, {"type": "math", "message": "1 + 1?", "output": "2"}],
+    )
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        report = import_file(store, path, executor, labeled=True)
+    assert report.reasons() == {"malformed_record": 2} and len(store) == 0
+    neither, generic_math = (r.detail for r in report.rejects)
+    assert "neither a program" in neither and "math problem" in neither
+    assert "GSM8K" in generic_math
+
+
+def test_the_cli_imports_code_and_math_in_one_call(tmp_path):
     crux = tmp_path / "crux.jsonl"
     crux.write_text(json.dumps({"code": "def f(x):\n    return x", "input": "1", "output": "1"}))
-    gsm = tmp_path / "gsm.jsonl"
-    gsm.write_text(json.dumps({"question": "1 + 1?", "answer": "2\n#### 2"}) + "\n")
-    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
-        with pytest.raises(MathRecords, match="task type 'math'"):
-            import_file(store, gsm, executor, labeled=True)
-        assert len(store) == 0
+    gsm = write_lines(tmp_path / "gsm.jsonl", GSM)
     store_path = tmp_path / "cli.sqlite"
     command = [sys.executable, "-m", "selfplay.cli", "pool", "import", "--labeled", str(crux)]
     result = subprocess.run(
-        [*command, str(gsm), "--store", str(store_path)], capture_output=True, text=True
+        [*command, str(gsm), "--store", str(store_path), "--run", "r"],
+        capture_output=True,
+        text=True,
     )
-    assert result.returncode == 1 and "task type 'math'" in result.stderr
-    assert "Traceback" not in result.stderr and not store_path.exists()  # nothing imported
+    assert result.returncode == 0, result.stderr
+    summaries = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [s["format"] for s in summaries] == ["cruxeval", "gsm8k"]
+    assert summaries[1]["by_type"] == {"math": 3} and summaries[1]["reasons"] == {"math:no_gold": 1}
+    assert "math:no_gold" in result.stderr  # the table names the reason with a line
+    with TaskStore.open(str(store_path), run="r") as store:
+        assert store.stats().by_type_origin[("math", "labeled")] == 3
 
 
 @pytest.mark.data
-@pytest.mark.skipif("math" in TASK_TYPES, reason="a math task type exists")
-def test_gsm8k_and_math500_are_refused(tmp_path, executor):
+@pytest.mark.parametrize(
+    "relative, least", [("gsm8k/test.jsonl", 1.0), ("math500/test.jsonl", 1.0)]
+)
+def test_gsm8k_and_math500_import_as_labeled_math(tmp_path, report, relative, least):
+    path = require_data(relative)
     with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
-        for relative, fmt in (("gsm8k/test.jsonl", "gsm8k"), ("math500/test.jsonl", "math500")):
-            with pytest.raises(MathRecords, match=f"math problems \\({fmt}\\)"):
-                import_file(store, require_data(relative), executor, labeled=True)
+        result = import_file(store, path, None, labeled=True)
+        again = import_file(store, path, None, labeled=True)
+        size = len(store)
+        tasks = store.get(store.index["id"].tolist()[:50])
+    summary = result.summary()
+    report.append(
+        f"labeled import {relative}: {summary['accepted']}/{summary['candidates']} math tasks "
+        f"accepted ({summary['acceptance_rate']:.1%}) from {summary['records']} records; "
+        f"rejects {summary['reasons']}; again: {again.added} added, {again.duplicates} known"
+    )
+    assert result.acceptance_rate >= least, summary  # every gold answer parses
+    assert result.records == result.candidates and result.by_type == {"math": result.accepted}
+    assert len(result.rejects) == result.candidates - result.accepted
+    assert size == result.added and (again.added, again.duplicates) == (0, result.accepted)
+    assert all(t.task.is_labeled_math and t.task.message and t.task.output for t in tasks)
 
 
 @pytest.mark.data
