@@ -1,19 +1,22 @@
-"""The math task type: a word problem with a program `f()` that computes its answer.
+"""The math task type: a word problem with a program `f()` that computes its answer, or a
+labeled problem (GSM8K, MATH-500 shape) with a gold answer and no program.
 
 Parsing and prompts on their own, then one step's stages from propose to reward with a
 scripted engine (the generation protocol, no model) and the real executor, task pool and math
 checker: the proposals' programs run in the sandbox for the gold answers, the solver's answers
-are judged by math-verify, and the rewards and advantages follow.
+are judged by math-verify, and the rewards and advantages follow. Labeled problems are imported
+as a run imports `seed.labeled`, drawn, answered and judged against their LaTeX gold answers.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from selfplay import stages
-from selfplay.config import Config, MathCheckConfig, load
+from selfplay import semi, stages
+from selfplay.config import Config, ConfigError, MathCheckConfig, load
 from selfplay.curriculum import TaskStore
 from selfplay.engine.base import Completion, Generation
 from selfplay.loop import Run
@@ -157,3 +160,80 @@ def test_three_type_quotas_leave_math_out():
     config = load(None, ["curriculum.type_quotas=[2, 1, 1]"])
     assert config.curriculum.type_quotas == (2.0, 1.0, 1.0, 0.0)
     assert Config().curriculum.type_quotas == (1.0, 1.0, 1.0, 1.0)
+
+
+EGGS_BOXES = "A box holds 12 eggs. How many eggs are in 3 boxes?"
+SINE = "What is $\\sin 60^\\circ$?"
+SQUARE = "For which real $x$ is $x^2 < 4$? Give an interval."
+LABELED_ANSWERS = {
+    EGGS_BOXES: ["<answer>\\boxed{36}</answer>", "The answer is 38."],
+    SINE: ["<answer>$\\boxed{\\frac{\\sqrt3}{2}}$</answer>", "<answer>\\boxed{0.5}</answer>"],
+    SQUARE: ["<answer>\\boxed{(-2,2)}</answer>", "<answer>\\boxed{[-2, 2]}</answer>"],
+}
+
+
+def test_a_labeled_math_task_is_drawn_answered_and_judged(tmp_path, executor):
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text(json.dumps({"question": EGGS_BOXES, "answer": "12 * 3 = 36\n#### 36"}) + "\n")
+    math500 = tmp_path / "math500.jsonl"
+    math500.write_text(
+        json.dumps({"problem": SINE, "answer": "\\frac{\\sqrt{3}}{2}"})
+        + "\n"
+        + json.dumps({"problem": SQUARE, "solution": "So $-2 < x < 2$: $\\boxed{(-2, 2)}$."})
+        + "\n"
+    )
+    overrides = [
+        "selfplay.task_types=[math]",
+        "selfplay.solver_tasks=3",
+        "selfplay.solver_samples=2",
+        "curriculum.type_quotas=[0, 0, 0, 1]",
+        "curriculum.labeled_ratio=1.0",
+        f"seed.labeled=[{gsm}, {math500}]",
+    ]
+    config = load(None, overrides)
+    paths = semi.labeled_paths(config)
+    with pytest.raises(ConfigError, match="add math to selfplay.task_types"):
+        semi.labeled_paths(load(None, overrides[1:]))
+    engine = WordProblemEngine([], LABELED_ANSWERS)
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "labeled", config.curriculum)
+    with store, MathChecker(MathCheckConfig()) as checker:
+        run = Run(config, tmp_path, None, None, None, None, None, engine, executor, store, None, 0)
+        run.math_checker = checker
+        reports = semi.import_labeled(store, executor, paths, tmp_path, ["math"], checker)
+        assert [(r.format, r.added) for r in reports] == [("gsm8k", 1), ("math500", 2)]
+        batch, _ = stages.sample(run, 1)
+        assert sorted(t.task.message for t in batch.tasks) == sorted(LABELED_ANSWERS)
+        assert all(t.provenance.origin == "labeled" for t in batch.tasks)
+        shown = [solver_prompt(t.task)[-1].content for t in batch.tasks]
+        assert all("def f" not in text and "```python" not in text for text in shown)
+        attempted = stages.solve(run, [], batch, 1)
+        stages.verify(run, attempted, 1)
+        judged = {(a.task.output, a.parsed.text): (a.outcome, a.verdict.reason) for a in attempted}
+        assert judged == {
+            ("36", "36"): ("correct", "ok"),
+            ("36", "38"): ("wrong", "not_equal"),
+            ("\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt3}{2}"): ("correct", "ok"),
+            ("\\frac{\\sqrt{3}}{2}", "0.5"): ("wrong", "not_equal"),
+            ("(-2, 2)", "(-2,2)"): ("correct", "ok"),
+            ("(-2, 2)", "[-2, 2]"): ("wrong", "not_equal"),
+        }
+        rollouts, advantages = stages.reward(run, [], attempted)
+        paid = {a.outcome: set() for a in attempted}
+        for r, a in zip(rollouts, attempted, strict=True):
+            paid[a.outcome].add(r.reward)
+        assert len(paid["correct"]) == len(paid["wrong"]) == 1
+        assert min(paid["correct"]) > max(paid["wrong"])
+        assert sum(a > 0 for a in advantages) == sum(a < 0 for a in advantages) == 3
+        stats = store.stats(1)
+        assert (stats.answers, stats.correct, stats.never_attempted) == (6, 3, 0)
+    log = [json.loads(line) for line in (tmp_path / "imports.jsonl").read_text().splitlines()]
+    assert [entry["by_type"] for entry in log] == [{"math": 1}, {"math": 2}]
+
+
+def test_the_math_proposer_is_not_shown_labeled_problems():
+    labeled = Task("math", "", ("",), ("\\frac{\\sqrt{3}}{2}",), SINE)
+    proposed = Task("math", "def f():\n    return 9", ("",), ("9",), EGGS)
+    assert labeled.is_labeled_math and not proposed.is_labeled_math
+    assert "no earlier problems" in proposer_prompt("math", [labeled])[-1].content
+    shown = proposer_prompt("math", [labeled, proposed])[-1].content
+    assert EGGS in shown and SINE not in shown
