@@ -29,6 +29,8 @@ Math problems with a final answer become `math` tasks without a program:
   GSM8K            {"question", "answer"}        the gold answer follows the last `####`
   MATH-500         {"problem", "answer" | "solution", "unique_id"?}
                                                   `answer`, else the last `\\boxed{}` of `solution`
+  generic math     {"type": "math", "message", "output" | "outputs", "program"?: ""}
+                                                  (what a labeled math task exports)
 
 The problem text is the task's message and the gold answer (read by
 `selfplay.mathcheck.gsm8k_gold` / `math500_gold`) its output: LaTeX for the math checker, not
@@ -191,15 +193,12 @@ def candidates(
     if mbpp.is_mbpp(record):
         return mbpp.candidates(record, line)
     source_id = str(record["id"]) if record.get("id") is not None else f"line {line}"
-    program = _program(record)
     kind = record.get("type")
     if kind is not None and kind not in TASK_TYPES:
         raise ValueError(f"field 'type' must be one of {TASK_TYPES}, not {kind!r}")
     if kind == "math":
-        raise ValueError(
-            "a record of type 'math' is imported as a math problem: GSM8K "
-            "{question, answer} or MATH-500 {problem, answer | solution}"
-        )
+        return [_generic_math(record, line, source_id)]
+    program = _program(record)
     inputs, outputs = _pairs(record)
     message = _string(record, "message", "")
     if kind == "induction" or (kind is None and "inputs" in record):
@@ -215,6 +214,24 @@ def candidates(
         raise ValueError(f"a {kind} task has exactly one input, this record has {len(inputs)}")
     kinds = [kind] if kind else ["deduction", "abduction"]
     return [Candidate(line, source_id, k, program, inputs, outputs, message) for k in kinds]
+
+
+def _generic_math(record: dict, line: int, source_id: str) -> MathCandidate:
+    """A generic record of type `math` (as a labeled math task exports): `message` and one
+    `output` (or `outputs`), no program. A math task with a program was proposed by a model
+    and is not imported."""
+    if any(str(record.get(name) or "").strip() for name in ("program", "code", "snippet")):
+        raise ValueError(
+            "a math record with a program is a proposed task, which is not imported; a math "
+            "problem is imported with its gold answer and no program"
+        )
+    message = _string(record, "message", "")
+    outputs = record.get("outputs", [record.get("output")])
+    if not isinstance(outputs, list) or len(outputs) != 1 or not isinstance(outputs[0], str):
+        raise ValueError("a math record needs one gold answer: 'output' (or 'outputs') text")
+    if not message.strip() or not outputs[0].strip():
+        raise ValueError("a math record needs a non-empty 'message' and gold answer")
+    return MathCandidate(line, source_id, message.strip(), outputs[0].strip())
 
 
 def _program(record: dict) -> str:

@@ -191,14 +191,34 @@ def test_math_problems_import_once(tmp_path):
 def test_records_that_are_neither_code_nor_math_are_rejected_saying_so(tmp_path, executor):
     path = write_lines(
         tmp_path / "odd.jsonl",
-        [{"text": "hello", "answer": "7"}, {"type": "math", "message": "1 + 1?", "output": "2"}],
+        [
+            {"text": "hello", "answer": "7"},
+            {"type": "math", "program": "def f():\n    return 2", "message": "1 + 1?"},
+        ],
     )
     with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
         report = import_file(store, path, executor, labeled=True)
     assert report.reasons() == {"malformed_record": 2} and len(store) == 0
-    neither, generic_math = (r.detail for r in report.rejects)
+    neither, proposed = (r.detail for r in report.rejects)
     assert "neither a program" in neither and "math problem" in neither
-    assert "GSM8K" in generic_math
+    assert "proposed task" in proposed
+
+
+def test_labeled_math_tasks_export_and_import_back(tmp_path):
+    from selfplay.curriculum.export import ExportFilter, export
+
+    math500 = write_lines(tmp_path / "math.jsonl", MATH)
+    out = tmp_path / "export.jsonl"
+    with TaskStore.open(str(tmp_path / "a.sqlite"), run="a") as store:
+        import_file(store, math500, None, labeled=True)
+        assert export(store, "jsonl", out, ExportFilter(types=("math",))) == 2
+        hashes = sorted(store.get(store.index["id"].tolist())[i].hash for i in range(2))
+    with TaskStore.open(str(tmp_path / "b.sqlite"), run="b") as store:
+        report = import_file(store, out, None, labeled=True)
+        assert (report.added, report.by_type, report.rejects) == (2, {"math": 2}, [])
+        back = store.get(store.index["id"].tolist())
+    assert sorted(t.hash for t in back) == hashes
+    assert [t.provenance.source_id for t in back] == ["a/1", "a/2"]
 
 
 def test_the_cli_imports_code_and_math_in_one_call(tmp_path):
