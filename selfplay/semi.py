@@ -28,14 +28,14 @@ from selfplay.data import data_root
 def labeled_paths(config) -> list[Path]:
     """The labeled sets of `seed.labeled`, resolved and checked; raises before any work."""
     from selfplay.config import ConfigError
-    from selfplay.curriculum.seeds import guess_format
+    from selfplay.curriculum.seeds import MATH_FORMATS, guess_format
 
     paths = [Path(p.replace("{data}", str(data_root()))) for p in config.seed.labeled]
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"seed.labeled: no file {path}")
         fmt = guess_format(path)
-        if fmt in ("gsm8k", "math500") and "math" not in config.selfplay.task_types:
+        if fmt in MATH_FORMATS and "math" not in config.selfplay.task_types:
             raise ConfigError(
                 f"seed.labeled: {path.name} holds math problems ({fmt}), which become tasks of "
                 "type 'math'; add math to selfplay.task_types (now "

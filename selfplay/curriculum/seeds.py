@@ -152,6 +152,9 @@ def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
             yield number, Reject(number, f"record {number}", None, "malformed_record", detail)
 
 
+MATH_FORMATS = ("gsm8k", "math500", "generic_math")  # formats whose records are math problems
+
+
 def math_format(record: dict) -> str | None:
     """`gsm8k` or `math500` when the record is a math problem, else None."""
     if "question" in record and "answer" in record:
@@ -302,6 +305,8 @@ def guess_format(path: Path) -> str:
             return "mbpp"
         if fmt := math_format(record):
             return fmt
+        if record.get("type") == "math":
+            return "generic_math"
         if "code" in record and "input" in record:
             return "cruxeval"
         if "snippet" in record:

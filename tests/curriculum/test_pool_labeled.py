@@ -215,6 +215,7 @@ def test_labeled_math_tasks_export_and_import_back(tmp_path):
         hashes = sorted(store.get(store.index["id"].tolist())[i].hash for i in range(2))
     with TaskStore.open(str(tmp_path / "b.sqlite"), run="b") as store:
         report = import_file(store, out, None, labeled=True)
+        assert report.format == "generic_math"
         assert (report.added, report.by_type, report.rejects) == (2, {"math": 2}, [])
         back = store.get(store.index["id"].tolist())
     assert sorted(t.hash for t in back) == hashes
