@@ -5,20 +5,27 @@ A recipe (YAML) only overrides fields; `section.field=value` arguments on the co
 override the recipe; the resolved configuration is written into the run folder. Unknown keys,
 wrong types and out-of-range values are refused with the dotted name of the field.
 
-`selfplay config` prints every field with its type, default and documentation.
+`selfplay config` prints every field with its type, default and documentation; the machinery
+(mapping <-> dataclass, overrides, errors) is in `config_fields.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from selfplay.config_fields import (
+    ConfigError,
+    from_dict,
+    knob,
+    one_of,
+    positive,
+    read_data,
+    section,
+    to_dict,
+)
+from selfplay.config_fields import describe as describe_fields
 from selfplay.executor.modules import OPTIONAL_MODULES
 
 __all__ = [
@@ -38,20 +45,6 @@ __all__ = [
     "to_dict",
     "describe",
 ]
-
-
-def knob(default, doc: str):
-    """A config field with its one-line documentation."""
-    return field(default=default, metadata={"doc": doc})
-
-
-def section(cls, doc: str):
-    """A nested config section."""
-    return field(default_factory=cls, metadata={"doc": doc})
-
-
-class ConfigError(ValueError):
-    """A recipe or override that does not fit the configuration schema."""
 
 
 ISOLATION_LAYERS = ("namespaces", "landlock", "seccomp", "rlimits")
@@ -108,14 +101,8 @@ class ExecutorConfig:
                 )
         if self.workers == 1:
             raise ConfigError("executor.workers must be 0 or at least 2 (determinism needs two)")
-        _positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
-        _positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
-
-
-def _positive(obj, *names: str) -> None:
-    for name in names:
-        if getattr(obj, name) <= 0:
-            raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
+        positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
+        positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
 
 
 LEARNABILITY_SHAPES = ("azr", "rzero_band", "rzero_peak", "variance")
@@ -231,10 +218,10 @@ class CurriculumConfig:
         for name in ("recent_share", "seed_visible_fraction", "reference_max_similarity"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"curriculum.{name} must be in [0, 1]")
-        _positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
-        _positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
-        _positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
-        _positive(self, "rollouts")
+        positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
+        positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
+        positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
+        positive(self, "rollouts")
         if self.ability_drift_sd < 0 or self.explore_weight < 0:
             raise ConfigError("curriculum.ability_drift_sd and explore_weight must be >= 0")
 
@@ -282,8 +269,8 @@ class ModelConfig:
     )
 
     def __post_init__(self) -> None:
-        _one_of(self, "dtype", MODEL_DTYPES)
-        _one_of(self, "template", PROMPT_TEMPLATES)
+        one_of(self, "dtype", MODEL_DTYPES)
+        one_of(self, "template", PROMPT_TEMPLATES)
 
 
 @dataclass(frozen=True)
@@ -306,8 +293,8 @@ class EngineConfig:
     )
 
     def __post_init__(self) -> None:
-        _one_of(self, "backend", ENGINE_BACKENDS)
-        _positive(self, "batch_size", "max_model_len", "vllm_gpu_memory_utilization")
+        one_of(self, "backend", ENGINE_BACKENDS)
+        positive(self, "batch_size", "max_model_len", "vllm_gpu_memory_utilization")
         if self.vllm_sleep_level not in (1, 2):
             raise ConfigError("engine.vllm_sleep_level must be 1 or 2")
 
@@ -324,7 +311,7 @@ class GenerationConfig:
     samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")
 
     def __post_init__(self) -> None:
-        _positive(self, "max_new_tokens", "samples")
+        positive(self, "max_new_tokens", "samples")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
 
@@ -339,7 +326,7 @@ class RolesConfig:
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
 
     def __post_init__(self) -> None:
-        _positive(self, "induction_inputs", "induction_visible", "reference_chars")
+        positive(self, "induction_inputs", "induction_visible", "reference_chars")
         if self.induction_visible >= self.induction_inputs:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")
 
@@ -354,12 +341,7 @@ class MathCheckConfig:
     startup_timeout_s: float = knob(60.0, "seconds a checker worker may take to start")
 
     def __post_init__(self) -> None:
-        _positive(self, "workers", "timeout_s", "memory_mb", "startup_timeout_s")
-
-
-def _one_of(obj, name: str, options: tuple[str, ...]) -> None:
-    if getattr(obj, name) not in options:
-        raise ConfigError(f"{type(obj).__name__}.{name} must be one of {', '.join(options)}")
+        positive(self, "workers", "timeout_s", "memory_mb", "startup_timeout_s")
 
 
 @dataclass(frozen=True)
@@ -393,7 +375,7 @@ class SelfPlayConfig:
             raise ConfigError(f"selfplay.task_types: choose from {', '.join(TASK_TYPES)}")
         if set(self.train_roles) - {"propose", "solve"}:
             raise ConfigError("selfplay.train_roles: choose from propose, solve")
-        _positive(
+        positive(
             self, "proposals", "proposal_samples", "attempts", "solver_tasks", "solver_samples"
         )
 
@@ -427,7 +409,7 @@ class TrainerConfig:
             raise ConfigError("trainer.aggregation must be token or sequence")
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ConfigError("trainer.mixed_precision must be auto, no, bf16 or fp16")
-        _positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
+        positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
 
 
 @dataclass(frozen=True)
@@ -446,7 +428,7 @@ class RunConfig:
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
 
     def __post_init__(self) -> None:
-        _positive(self, "steps", "checkpoint_every", "keep_checkpoints")
+        positive(self, "steps", "checkpoint_every", "keep_checkpoints")
 
 
 @dataclass(frozen=True)
@@ -480,128 +462,11 @@ class Config:
     seed: SeedConfig = section(SeedConfig, "data imported into the pool when a run starts")
 
 
-# ---------------------------------------------------------------------------------------------
-# dict <-> dataclass
-
-
-def _hints(cls) -> dict[str, object]:
-    return typing.get_type_hints(cls)
-
-
-def _coerce(value: object, hint: object, where: str) -> object:
-    origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        return from_dict(hint, value, where)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(hint)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _coerce(value, option, where)
-            except ConfigError as err:
-                errors.append(str(err))
-        raise ConfigError(errors[0] if errors else f"{where}: invalid value {value!r}")
-    if origin is typing.Literal:
-        if value not in typing.get_args(hint):
-            raise ConfigError(f"{where}: {value!r} is not one of {typing.get_args(hint)}")
-        return value
-    if origin is tuple:
-        if isinstance(value, str) or not isinstance(value, Sequence):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
-        (item,) = typing.get_args(hint)[:1]
-        return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is float and isinstance(value, str):  # YAML 1.1 reads `1e-5` as text
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    if hint in (int, float, str, bool) and type(value) is not hint:
-        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
-    return value
-
-
-def from_dict(cls, data: dict, where: str = ""):
-    """Build `cls` from a (partial) mapping; unknown keys and wrong types raise `ConfigError`."""
-    hints = _hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        prefix = f"{where}." if where else ""
-        raise ConfigError(
-            f"unknown config key {prefix}{unknown[0]}; known: {', '.join(sorted(names))}"
-        )
-    kwargs = {
-        name: _coerce(value, hints[name], f"{where}.{name}" if where else name)
-        for name, value in data.items()
-    }
-    try:
-        return cls(**kwargs)
-    except TypeError as err:
-        raise ConfigError(f"{where or cls.__name__}: {err}") from None
-
-
-def to_dict(obj) -> dict:
-    """The resolved configuration as plain data (tuples become lists), for YAML or JSON."""
-    out = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            value = to_dict(value)
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out
-
-
-def _set_dotted(data: dict, dotted: str, value: object) -> None:
-    keys = dotted.split(".")
-    node = data
-    for key in keys[:-1]:
-        node = node.setdefault(key, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"{dotted}: {key} is not a section")
-    node[keys[-1]] = value
-
-
-def load(recipe: str | Path | None = None, overrides: Sequence[str] = (), cls=Config):
+def load(recipe: str | Path | None = None, overrides: Sequence[str] = (), cls=None):
     """Defaults, then the recipe's values, then `a.b=value` overrides (values parsed as YAML)."""
-    data: dict = {}
-    if recipe is not None:
-        try:
-            loaded = yaml.safe_load(Path(recipe).read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"recipe {recipe} is not valid YAML: {err}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"recipe {recipe} must be a mapping at the top level")
-        data = loaded
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r} must look like section.field=value")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
-        _set_dotted(data, key.strip(), value)
-    return from_dict(cls, data)
+    return from_dict(cls or Config, read_data(recipe, overrides))
 
 
-def describe(cls=Config, prefix: str = "") -> Iterator[str]:
+def describe(cls=None, prefix: str = "") -> Iterator[str]:
     """One line per field: dotted name, type, default and documentation."""
-    hints = _hints(cls)
-    for f in dataclasses.fields(cls):
-        name = prefix + f.name
-        if dataclasses.is_dataclass(hints[f.name]):
-            yield f"{name}:  {f.metadata.get('doc', '')}"
-            yield from describe(hints[f.name], name + ".")
-        else:
-            kind = getattr(hints[f.name], "__name__", str(hints[f.name]))
-            yield f"  {name} ({kind}, default {f.default!r}): {f.metadata.get('doc', '')}"
+    return describe_fields(cls or Config, prefix)

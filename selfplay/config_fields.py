@@ -1,0 +1,171 @@
+"""The machinery of the configuration: documented fields, mapping <-> dataclass, overrides.
+
+`selfplay/config.py` declares the sections and their fields; this module turns recipes and
+`a.b=value` overrides into those frozen dataclasses (refusing unknown keys, wrong types and
+bad values with the dotted name of the field) and back into plain data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterator, Sequence
+from dataclasses import field
+from pathlib import Path
+
+import yaml
+
+__all__ = ["knob", "section", "ConfigError", "from_dict", "to_dict", "read_data", "describe"]
+
+
+def knob(default, doc: str):
+    """A config field with its one-line documentation."""
+    return field(default=default, metadata={"doc": doc})
+
+
+def section(cls, doc: str):
+    """A nested config section."""
+    return field(default_factory=cls, metadata={"doc": doc})
+
+
+class ConfigError(ValueError):
+    """A recipe or override that does not fit the configuration schema."""
+
+
+def positive(obj, *names: str) -> None:
+    for name in names:
+        if getattr(obj, name) <= 0:
+            raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
+
+
+def one_of(obj, name: str, options: tuple[str, ...]) -> None:
+    if getattr(obj, name) not in options:
+        raise ConfigError(f"{type(obj).__name__}.{name} must be one of {', '.join(options)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# dict <-> dataclass
+
+
+def _hints(cls) -> dict[str, object]:
+    return typing.get_type_hints(cls)
+
+
+def _coerce(value: object, hint: object, where: str) -> object:
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return from_dict(hint, value, where)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(value, option, where)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(errors[0] if errors else f"{where}: invalid value {value!r}")
+    if origin is typing.Literal:
+        if value not in typing.get_args(hint):
+            raise ConfigError(f"{where}: {value!r} is not one of {typing.get_args(hint)}")
+        return value
+    if origin is tuple:
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        (item,) = typing.get_args(hint)[:1]
+        return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is float and isinstance(value, str):  # YAML 1.1 reads `1e-5` as text
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if hint in (int, float, str, bool) and type(value) is not hint:
+        raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+    return value
+
+
+def from_dict(cls, data: dict, where: str = ""):
+    """Build `cls` from a (partial) mapping; unknown keys and wrong types raise `ConfigError`."""
+    hints = _hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise ConfigError(
+            f"unknown config key {prefix}{unknown[0]}; known: {', '.join(sorted(names))}"
+        )
+    kwargs = {
+        name: _coerce(value, hints[name], f"{where}.{name}" if where else name)
+        for name, value in data.items()
+    }
+    try:
+        return cls(**kwargs)
+    except TypeError as err:
+        raise ConfigError(f"{where or cls.__name__}: {err}") from None
+
+
+def to_dict(obj) -> dict:
+    """The resolved configuration as plain data (tuples become lists), for YAML or JSON."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            value = to_dict(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
+def _set_dotted(data: dict, dotted: str, value: object) -> None:
+    keys = dotted.split(".")
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{dotted}: {key} is not a section")
+    node[keys[-1]] = value
+
+
+def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
+    """The recipe's mapping with `a.b=value` overrides applied (values parsed as YAML)."""
+    data: dict = {}
+    if recipe is not None:
+        try:
+            loaded = yaml.safe_load(Path(recipe).read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"recipe {recipe} is not valid YAML: {err}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"recipe {recipe} must be a mapping at the top level")
+        data = loaded
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} must look like section.field=value")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        _set_dotted(data, key.strip(), value)
+    return data
+
+
+def describe(cls, prefix: str = "") -> Iterator[str]:
+    """One line per field: dotted name, type, default and documentation."""
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        name = prefix + f.name
+        if dataclasses.is_dataclass(hints[f.name]):
+            yield f"{name}:  {f.metadata.get('doc', '')}"
+            yield from describe(hints[f.name], name + ".")
+        else:
+            kind = getattr(hints[f.name], "__name__", str(hints[f.name]))
+            yield f"  {name} ({kind}, default {f.default!r}): {f.metadata.get('doc', '')}"
