@@ -122,7 +122,7 @@ def sample(run, step: int):
     batch = run.store.sample(run.config.selfplay.solver_tasks, step)
     if run.selection_log is not None and batch.selection is not None:
         run.selection_log.write(batch.selection)
-    return batch, run.store.stats(step).metrics()
+    return batch, run.store.stats(step, growth=False).metrics()
 
 
 def solve(run, proposed: list[Proposed], batch, step: int) -> list[Attempted]:

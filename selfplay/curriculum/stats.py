@@ -75,7 +75,7 @@ def _type_origin_table(counts: dict[tuple[str, str], int]) -> list[str]:
     return lines
 
 
-def pool_stats(store, step: int) -> PoolStats:
+def pool_stats(store, step: int, growth: bool = True) -> PoolStats:
     ix = store.index
     p, attempted = store.solve_rates(step)
     by = {}
@@ -96,7 +96,7 @@ def pool_stats(store, step: int) -> PoolStats:
         histogram,
         int(np.count_nonzero(~attempted)),
         frontier,
-        _growth(store),
+        _growth(store) if growth else (),
         int(ix["n_answers"].sum()),
         int(ix["n_correct"].sum()),
         store.ability(step),

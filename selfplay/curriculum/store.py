@@ -372,11 +372,13 @@ class TaskStore:
             for i, e in zip(ids, estimates, strict=True)
         ]
 
-    def stats(self, step: int | None = None):
-        """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`)."""
+    def stats(self, step: int | None = None, growth: bool = True):
+        """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).
+        `growth=False` skips the growth table, the one part that queries the attempts table
+        (the loop's per-step metrics do not use it)."""
         from selfplay.curriculum.stats import pool_stats
 
-        return pool_stats(self, self.last_step if step is None else step)
+        return pool_stats(self, self.last_step if step is None else step, growth)
 
 
 def _aggregate(outcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
