@@ -41,12 +41,12 @@ neither a program nor a math problem is a `malformed_record` that says what was 
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfplay.data import BadLine, read_jsonl
 from selfplay.mathcheck.extract import gsm8k_gold, math500_gold
 from selfplay.types import TASK_TYPES
 
@@ -99,29 +99,10 @@ def read_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
     if path.suffix == ".json":
         yield from _array_records(path)
         return
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as err:
-                yield number, Reject(number, f"line {number}", None, "malformed_record", str(err))
-                continue
-            if not isinstance(record, dict):
-                yield (
-                    number,
-                    Reject(
-                        number,
-                        f"line {number}",
-                        None,
-                        "malformed_record",
-                        "a record must be a JSON object",
-                    ),
-                )
-                continue
-            yield number, record
+    for number, record in read_jsonl(path):
+        if isinstance(record, BadLine):
+            record = Reject(number, f"line {number}", None, "malformed_record", record.error)
+        yield number, record
 
 
 def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
