@@ -438,10 +438,15 @@ class SeedConfig:
     labeled: str | tuple[str, ...] = knob(
         (), "labeled sets (a path or a list; {data} is the data folder): origin labeled"
     )
+    labeled_limit: int = knob(
+        0, "records used from each labeled set: a random sample drawn with run.seed (0 = all)"
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.labeled, str):  # `seed.labeled=PATH` on the command line
             object.__setattr__(self, "labeled", (self.labeled,) if self.labeled else ())
+        if self.labeled_limit < 0:
+            raise ConfigError("seed.labeled_limit must be 0 (all records) or positive")
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,14 @@ def open_run(config: Config) -> tuple[Run, int]:
     run.reference = reference
     run.math_checker = MathChecker(config.mathcheck)
     run.imports = semi.import_labeled(
-        store, executor, labeled, folder, config.selfplay.task_types, run.math_checker
+        store,
+        executor,
+        labeled,
+        folder,
+        config.selfplay.task_types,
+        run.math_checker,
+        limit=config.seed.labeled_limit,
+        seed=config.run.seed,
     )
     if config.curriculum.selection == "trapo":
         run.selection_log = semi.SelectionLog(folder / "selection.jsonl")

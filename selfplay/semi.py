@@ -45,16 +45,26 @@ def labeled_paths(config) -> list[Path]:
 
 
 def import_labeled(
-    store, executor, paths: list[Path], folder: Path, types=None, checker=None
+    store, executor, paths: list[Path], folder: Path, types=None, checker=None, limit=0, seed=0
 ) -> list:
     """Import each labeled set into the pool (only tasks of `types`, if given; math problems
-    are checked by `checker`, a `MathChecker`); returns the `ImportReport`s."""
+    are checked by `checker`, a `MathChecker`; with `limit`, a sample of that many records of
+    each set drawn with `seed`); returns the `ImportReport`s."""
     from selfplay.curriculum.importer import import_file
 
     reports = []
     with open(folder / "imports.jsonl", "a", encoding="utf-8") as log:
         for path in paths:
-            report = import_file(store, path, executor, labeled=True, types=types, checker=checker)
+            report = import_file(
+                store,
+                path,
+                executor,
+                labeled=True,
+                types=types,
+                checker=checker,
+                limit=limit,
+                sample_seed=seed,
+            )
             entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "path": str(path)}
             log.write(json.dumps({**entry, **report.summary()}) + "\n")
             reports.append(report)

@@ -28,6 +28,7 @@ def test_defaults_and_overrides(tmp_path):
         (["executor.workers=1"], "at least 2"),
         (["executor.isolation=[landlok]"], "unknown isolation layer"),
         (["executor.extra_modules=[os]"], "extra_modules"),
+        (["seed.labeled_limit=-5"], "seed.labeled_limit must be 0"),
         (["nonsense"], "section.field=value"),
     ],
 )

@@ -28,6 +28,7 @@ def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
     args = [
         *overrides(folder, tiny_model_dir, steps=2),
         f"seed.labeled=['{{data}}/cruxeval/cruxeval.jsonl', '{small}']",
+        "seed.labeled_limit=200",  # 200 of CRUXEval's 800 problems, drawn with run.seed
         "curriculum.labeled_ratio=0.5",
         "curriculum.selection=trapo",
         "curriculum.trapo_window=3",
@@ -40,11 +41,16 @@ def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
     out = tmp_path / "out.txt"
     with open(out, "w") as stream:
         run(config, out=stream)
-    assert "labeled set cruxeval.jsonl: 1594 of 1600 tasks accepted" in out.read_text()
+    imports = [json.loads(line) for line in (folder / "imports.jsonl").read_text().splitlines()]
+    crux = imports[0]
+    assert (crux["records"], crux["sampled_from"], crux["candidates"]) == (200, 800, 400)
+    assert 390 <= crux["added"] <= 400  # CRUXEval loses 6 of its 1600 tasks in all
+    assert f"labeled set cruxeval.jsonl: {crux['added']} of 400 tasks accepted" in out.read_text()
     with TaskStore.open(pool, "test", config.curriculum) as store:
         counts = store.stats().by_type_origin
         size = len(store)
-    assert counts[("deduction", "labeled")] == 797 + 1 and counts[("deduction", "seed")] == 3
+    assert counts[("deduction", "labeled")] == crux["by_type"]["deduction"] + 1
+    assert counts[("deduction", "seed")] == 3
     metrics = read_metrics(folder)
     # three tasks a step: two labeled (round(0.5 * 3)), one from the rest of the pool
     assert [m["curriculum/labeled_share"] for m in metrics] == [2 / 3, 2 / 3]
@@ -56,8 +62,8 @@ def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
     with open(out, "w") as stream:
         run(config, out=stream)
     imports = [json.loads(line) for line in (folder / "imports.jsonl").read_text().splitlines()]
-    assert [i["added"] for i in imports] == [1594, 2, 0, 0]
-    assert [i["duplicates"] for i in imports[2:]] == [1594, 2]
+    assert [i["added"] for i in imports] == [crux["added"], 2, 0, 0]
+    assert [i["duplicates"] for i in imports[2:]] == [crux["added"], 2]
     with TaskStore.open(pool, "test", config.curriculum) as store:
         assert len(store) == size
 

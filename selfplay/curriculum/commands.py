@@ -1,13 +1,15 @@
 """`selfplay pool import|export|stats`: the task pool from the command line.
 
   selfplay pool import FILE... --store PATH_OR_URL [--labeled] [--run NAME] [--rejects OUT]
+                       [--limit N [--sample-seed S]]
   selfplay pool export --store PATH_OR_URL --format jsonl|parquet|hf --out PATH [filters]
   selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json]
 
 `--store` is a SQLite file path or a database URL. Without `--run`, a store holding one run
 means that run; an empty store gets `curriculum.run` on import. Import prints one JSON summary
 per file (acceptance rate, rejects by reason) and a table on stderr; `--rejects` writes every
-reject with its line and reason as JSONL. Trailing `section.field=value` arguments override the
+reject with its line and reason as JSONL; `--limit N` uses a seeded random sample of N records
+of each file (a small labeled set). Trailing `section.field=value` arguments override the
 configuration (e.g. `curriculum.seed_visible_fraction=0.5 executor.workers=4`).
 """
 
@@ -38,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--labeled", action="store_true", help="mark the tasks as a labeled set")
     p.add_argument("--types", nargs="+", choices=TASK_TYPES)
     p.add_argument("--rejects", help="write every reject (line, reason, detail) to this JSONL")
+    p.add_argument(
+        "--limit", type=int, default=0, help="use a random sample of N records of each file"
+    )
+    p.add_argument("--sample-seed", type=int, default=0, help="seed of the --limit sample")
     _common(p)
     p.set_defaults(handler=import_command)
 
@@ -94,6 +100,8 @@ def import_command(args: argparse.Namespace) -> int:
     from selfplay.executor.api import Executor
     from selfplay.mathcheck import MathChecker
 
+    if args.limit < 0:
+        raise StoreError("--limit must be 0 (all records) or positive")
     for path in args.files:  # refuse a missing file before importing any
         if not Path(path).is_file():
             raise StoreError(f"no file {path}")
@@ -102,7 +110,14 @@ def import_command(args: argparse.Namespace) -> int:
     with store, Executor(cfg.executor) as executor, MathChecker(cfg.mathcheck) as checker:
         for path in args.files:
             report = import_file(
-                store, path, executor, labeled=args.labeled, types=args.types, checker=checker
+                store,
+                path,
+                executor,
+                labeled=args.labeled,
+                types=args.types,
+                checker=checker,
+                limit=args.limit,
+                sample_seed=args.sample_seed,
             )
             print(json.dumps(report.summary()), flush=True)
             _print_report(report)

@@ -29,6 +29,7 @@ and its content hash covers the problem text and the gold answer.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class ImportReport:
     format: str
     labeled: bool
     records: int = 0
+    sampled_from: int = 0  # records in the file when `limit` kept a sample of them
     candidates: int = 0
     added: int = 0
     duplicates: int = 0  # valid, but already in the pool
@@ -84,6 +86,7 @@ class ImportReport:
             "format": self.format,
             "labeled": self.labeled,
             "records": self.records,
+            **({"sampled_from": self.sampled_from} if self.sampled_from else {}),
             "candidates": self.candidates,
             "accepted": self.accepted,
             "added": self.added,
@@ -104,18 +107,22 @@ def import_file(
     types=None,
     checker=None,
     mathcheck=None,
+    limit: int = 0,
+    sample_seed: int = 0,
 ):
     """Validate and add the tasks of a seed file; returns an `ImportReport`.
 
-    Math problems are checked by `checker` (a `MathChecker`), or by one started for this file
-    with the `mathcheck` configuration when they occur and none is given."""
+    With `limit`, only that many records of the file are used: a random sample drawn with
+    `sample_seed` (the same sample every time, so a re-import adds nothing twice), in file
+    order. Math problems are checked by `checker` (a `MathChecker`), or by one started for
+    this file with the `mathcheck` configuration when they occur and none is given."""
     path = Path(path)
     report = ImportReport(path.name, seeds.guess_format(path), labeled)
     pending: list[Candidate] = []
     math: list[MathCandidate] = []
     own_checker = None
     try:
-        for number, record in seeds.read_records(path):
+        for number, record in _records(path, limit, sample_seed, report):
             report.records += 1
             if isinstance(record, Reject):
                 report.rejects.append(record)
@@ -151,6 +158,21 @@ def import_file(
         if own_checker is not None:
             own_checker.close()
     return report
+
+
+def _records(path: Path, limit: int, seed: int, report: ImportReport):
+    """The file's records, or a seeded sample of `limit` of them (in file order)."""
+    if limit < 0:
+        raise ValueError(f"limit must be 0 (all records) or positive, not {limit}")
+    if not limit:
+        yield from seeds.read_records(path)
+        return
+    records = list(seeds.read_records(path))
+    if len(records) > limit:
+        report.sampled_from = len(records)
+        keep = sorted(random.Random(seed).sample(range(len(records)), limit))
+        records = [records[i] for i in keep]
+    yield from records
 
 
 def _start_checker(config):

@@ -188,6 +188,27 @@ def test_math_problems_import_once(tmp_path):
         assert len(store) == 3
 
 
+def test_a_limit_imports_the_same_seeded_sample_every_time(tmp_path):
+    problems = [{"question": f"What is {n} + 1?", "answer": f"#### {n + 1}"} for n in range(40)]
+    path = write_lines(tmp_path / "gsm.jsonl", problems)
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        first = import_file(store, path, None, labeled=True, limit=10, sample_seed=3)
+        assert (first.records, first.sampled_from, first.added) == (10, 40, 10)
+        assert first.summary()["sampled_from"] == 40
+        again = import_file(store, path, None, labeled=True, limit=10, sample_seed=3)
+        assert (again.added, again.duplicates) == (0, 10)  # a resumed run adds nothing
+        kept = [int(t.task.output) - 1 for t in store.get(store.index["id"].tolist())]
+        assert kept == sorted(kept) and len(set(kept)) == 10  # in file order, no repeats
+        other = import_file(store, path, None, labeled=True, limit=10, sample_seed=4)
+        assert 0 < other.added < 10  # another seed, another sample (overlapping by chance)
+        whole = import_file(store, path, None, labeled=True, limit=100)
+        assert (whole.records, whole.sampled_from) == (40, 0)
+        assert "sampled_from" not in whole.summary()
+    with pytest.raises(ValueError, match="limit must be"):
+        with TaskStore.open(str(tmp_path / "q.sqlite"), run="r") as store:
+            import_file(store, path, None, labeled=True, limit=-1)
+
+
 def test_records_that_are_neither_code_nor_math_are_rejected_saying_so(tmp_path, executor):
     path = write_lines(
         tmp_path / "odd.jsonl",
