@@ -316,10 +316,9 @@ class TaskStore:
         if n <= 0:
             return np.empty(0, dtype=np.int64)
         recent = np.flatnonzero(self.index["step"] > step - self.config.recent_steps)
-        kinds = self.index["type"][recent]
-        recent_in = [
-            np.searchsorted(g, recent[kinds == i]) if len(g) else g for i, g in enumerate(groups)
-        ]
+        # positions within each group of its own recent tasks (a group may be one side of the
+        # labeled split, which other recent tasks of its type are not part of)
+        recent_in = [np.flatnonzero(np.isin(g, recent)) for g in groups]
         return sampler.draw(self.config, n, weights, groups, recent_in, rng)
 
     def selection(self, step: int | None = None) -> trapo.Selection:

@@ -204,9 +204,11 @@ def test_a_limit_imports_the_same_seeded_sample_every_time(tmp_path):
         whole = import_file(store, path, None, labeled=True, limit=100)
         assert (whole.records, whole.sampled_from) == (40, 0)
         assert "sampled_from" not in whole.summary()
-    with pytest.raises(ValueError, match="limit must be"):
-        with TaskStore.open(str(tmp_path / "q.sqlite"), run="r") as store:
-            import_file(store, path, None, labeled=True, limit=-1)
+    with (
+        TaskStore.open(str(tmp_path / "q.sqlite"), run="r") as store,
+        pytest.raises(ValueError, match="limit must be"),
+    ):
+        import_file(store, path, None, labeled=True, limit=-1)
 
 
 def test_records_that_are_neither_code_nor_math_are_rejected_saying_so(tmp_path, executor):

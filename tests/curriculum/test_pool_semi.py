@@ -181,6 +181,22 @@ def test_labeled_share_gives_way_when_a_side_runs_short(tmp_path):
     store.close()
 
 
+def test_recent_tasks_on_both_sides_of_the_split_are_drawn_from_their_own_side(tmp_path):
+    # Recent proposed tasks lie between and after the labeled ones in the pool: the recent
+    # share of each side must look only at that side's own recent tasks.
+    config = CurriculumConfig(labeled_ratio=0.5, recent_share=0.5, recent_steps=4)
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "r", config)
+    store.add_tasks([_task(i) for i in range(30)], Provenance("proposed", 1))
+    store.add_tasks([_task(100 + i) for i in range(10)], Provenance("labeled", 1, source="set"))
+    store.add_tasks([_task(200 + i) for i in range(30)], Provenance("proposed", 2))
+    for salt in range(50):
+        batch = store.sample(8, 3, salt=salt)
+        assert len({t.id for t in batch.tasks}) == 8
+        assert batch.metrics["curriculum/labeled_share"] == 0.5
+        assert batch.metrics["curriculum/recent_fraction"] == 1.0  # every task is recent
+    store.close()
+
+
 def test_no_labeled_tasks_means_the_plain_draw(tmp_path):
     a = TaskStore.open(str(tmp_path / "a.sqlite"), "r", CurriculumConfig(labeled_ratio=0.0))
     b = TaskStore.open(str(tmp_path / "b.sqlite"), "r", CurriculumConfig(labeled_ratio=1.0))
