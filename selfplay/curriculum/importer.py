@@ -24,7 +24,10 @@ and be judged equal to itself (else no answer could ever be judged correct); a g
 fails is a `math:gold_<reason>` reject (`math:gold_unparsable`, `math:gold_not_self_equal`,
 `math:gold_timeout`, ...), one without a gold answer a `math:no_gold` reject. An accepted one
 is `Task("math", "", ("",), (gold,), problem)`: an empty program marks a labeled math task,
-and its content hash covers the problem text and the gold answer.
+and its content hash covers the problem text and the gold answer. A proposed math task, as the
+pool exports it (a problem with the program whose `f()` computes its answer), goes the code
+path: `f()` runs again, must return a number (`math:not_a_number`) and, where the record gives
+an answer, that answer (`output_mismatch`).
 """
 
 from __future__ import annotations
@@ -233,6 +236,10 @@ def _task(store, cand: Candidate, verdicts, given, report, limits) -> Task | Non
     def reject(reason: str, detail: str = "") -> None:
         report.rejects.append(Reject(cand.line, cand.source_id, cand.type, reason, detail))
 
+    if cand.type == "math":  # a proposed math task: its f() must return a number
+        from selfplay.proposer import math_verdict
+
+        verdicts = [math_verdict(v) for v in verdicts]
     bad = next((v for v in verdicts if not v.ok), None)
     if bad is not None:
         return reject(bad.reason, bad.detail)
@@ -246,6 +253,8 @@ def _task(store, cand: Candidate, verdicts, given, report, limits) -> Task | Non
     inputs = tuple(v.input for v in verdicts)
     outputs = tuple(v.output for v in verdicts)
     cpu = max(v.cpu_s for v in verdicts)
+    if cand.type == "math":
+        return Task("math", cand.program, inputs, outputs, cand.message, cpu_s=cpu)
     if cand.type != "induction":
         return Task(cand.type, cand.program, inputs, outputs, cpu_s=cpu)
     pairs = dict(zip(inputs, outputs, strict=True))  # repeated inputs add nothing

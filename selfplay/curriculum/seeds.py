@@ -200,21 +200,23 @@ def candidates(
     return [Candidate(line, source_id, k, program, inputs, outputs, message) for k in kinds]
 
 
-def _generic_math(record: dict, line: int, source_id: str) -> MathCandidate:
-    """A generic record of type `math` (as a labeled math task exports): `message` and one
-    `output` (or `outputs`), no program. A math task with a program was proposed by a model
-    and is not imported."""
-    if any(str(record.get(name) or "").strip() for name in ("program", "code", "snippet")):
-        raise ValueError(
-            "a math record with a program is a proposed task, which is not imported; a math "
-            "problem is imported with its gold answer and no program"
-        )
+def _generic_math(record: dict, line: int, source_id: str) -> MathCandidate | Candidate:
+    """A generic record of type `math`, as the pool exports one: a problem (`message`) with
+    its gold answer (`output` or `outputs`) and no program (a labeled problem), or with the
+    program whose `f()` computes the answer (a proposed one: the program runs again, and a
+    given answer must be what it returns)."""
     message = _string(record, "message", "")
+    if not message.strip():
+        raise ValueError("a math record needs a non-empty 'message' (the problem)")
     outputs = record.get("outputs", [record.get("output")])
-    if not isinstance(outputs, list) or len(outputs) != 1 or not isinstance(outputs[0], str):
-        raise ValueError("a math record needs one gold answer: 'output' (or 'outputs') text")
-    if not message.strip() or not outputs[0].strip():
-        raise ValueError("a math record needs a non-empty 'message' and gold answer")
+    if not isinstance(outputs, list) or len(outputs) != 1:
+        raise ValueError("a math record has one gold answer: 'output' (or 'outputs')")
+    if any(str(record.get(name) or "").strip() for name in ("program", "code", "snippet")):
+        if outputs[0] is not None and not isinstance(outputs[0], str):
+            raise ValueError("field 'output' must be text")
+        return Candidate(line, source_id, "math", _program(record), ("",), (outputs[0],), message)
+    if not isinstance(outputs[0], str) or not outputs[0].strip():
+        raise ValueError("a math record without a program needs its gold answer as text")
     return MathCandidate(line, source_id, message.strip(), outputs[0].strip())
 
 

@@ -13,8 +13,10 @@ import pytest
 from selfplay.curriculum import TaskStore
 from selfplay.curriculum.importer import import_file
 from selfplay.curriculum.mbpp import candidates, rename, triplet
+from selfplay.curriculum.records import Provenance
 from selfplay.curriculum.seeds import Candidate, Reject
 from selfplay.executor import Executor
+from selfplay.types import Task
 from tests.conftest import require_data
 
 
@@ -214,17 +216,61 @@ def test_a_limit_imports_the_same_seeded_sample_every_time(tmp_path):
 def test_records_that_are_neither_code_nor_math_are_rejected_saying_so(tmp_path, executor):
     path = write_lines(
         tmp_path / "odd.jsonl",
-        [
-            {"text": "hello", "answer": "7"},
-            {"type": "math", "program": "def f():\n    return 2", "message": "1 + 1?"},
-        ],
+        [{"text": "hello", "answer": "7"}, {"type": "math", "output": "2"}],
     )
     with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
         report = import_file(store, path, executor, labeled=True)
     assert report.reasons() == {"malformed_record": 2} and len(store) == 0
-    neither, proposed = (r.detail for r in report.rejects)
+    neither, no_problem = (r.detail for r in report.rejects)
     assert "neither a program" in neither and "math problem" in neither
-    assert "proposed task" in proposed
+    assert "non-empty 'message'" in no_problem
+
+
+def test_proposed_math_tasks_run_their_program_again_on_import(tmp_path, executor):
+    eggs = "Janet's ducks lay 16 eggs a day. She eats 3 and bakes with 4. How many are left?"
+    program = "def f():\n    return 16 - 3 - 4"
+    path = write_lines(
+        tmp_path / "proposed.jsonl",
+        [
+            {"type": "math", "program": program, "message": eggs, "output": "9"},
+            {"type": "math", "program": program, "message": eggs + " (twice)"},  # no answer
+            {"type": "math", "program": program, "message": "Wrong?", "output": "10"},
+            {"type": "math", "program": "def f():\n    return 'nine'", "message": "Words?"},
+            {"type": "math", "program": "def f():\n    return 1 / 0", "message": "Zero?"},
+        ],
+    )
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        report = import_file(store, path, executor)
+        tasks = store.get(store.index["id"].tolist())
+    assert (report.format, report.added, report.by_type) == ("generic_math", 2, {"math": 2})
+    assert [(r.line, r.reason) for r in report.rejects] == [
+        (3, "output_mismatch"),
+        (4, "math:not_a_number"),
+        (5, "crash:ZeroDivisionError"),
+    ]
+    assert [(t.task.output, t.task.is_labeled_math) for t in tasks] == [("9", False)] * 2
+    assert tasks[0].task == Task("math", program, ("",), ("9",), eggs, cpu_s=tasks[0].task.cpu_s)
+
+
+def test_proposed_math_tasks_export_and_import_back(tmp_path, executor):
+    from selfplay.curriculum.export import ExportFilter, export
+
+    problems = [(f"Tom has {n} apples and buys {n + 2} more. How many now?", n) for n in (3, 5)]
+    tasks = [
+        Task("math", f"def f():\n    return {n} + {n + 2}", ("",), (str(2 * n + 2),), text)
+        for text, n in problems
+    ]
+    out = tmp_path / "export.jsonl"
+    with TaskStore.open(str(tmp_path / "a.sqlite"), run="a") as store:
+        store.add_tasks(tasks, Provenance("proposed", 1, "v1", "proposer"))
+        assert export(store, "jsonl", out, ExportFilter(types=("math",))) == 2
+        hashes = sorted(t.hash for t in store.get(store.index["id"].tolist()))
+    with TaskStore.open(str(tmp_path / "b.sqlite"), run="b") as store:
+        report = import_file(store, out, executor)
+        assert (report.added, report.rejects) == (2, [])
+        back = store.get(store.index["id"].tolist())
+    assert sorted(t.hash for t in back) == hashes
+    assert [t.task.program for t in back] == [t.program for t in tasks]
 
 
 def test_labeled_math_tasks_export_and_import_back(tmp_path):
