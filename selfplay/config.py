@@ -247,6 +247,7 @@ class RewardConfig:
 
 MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
 ENGINE_BACKENDS = ("transformers", "vllm")
+EVAL_BENCHMARKS = ("cruxeval", "gsm8k", "math500", "mbpp", "humaneval")
 PROMPT_TEMPLATES = ("auto", "chat", "plain")
 
 
@@ -421,14 +422,22 @@ class RunConfig:
     seed: int = knob(0, "seed of torch, numpy and generation")
     checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
     keep_checkpoints: int = knob(2, "checkpoints kept on disk")
-    eval_every: int = knob(0, "evaluate on CRUXEval every this many steps (0 = never)")
-    eval_problems: int = knob(100, "CRUXEval problems per in-loop evaluation (0 = all 800)")
+    eval_every: int = knob(0, "evaluate every this many steps and before the first (0 = never)")
+    eval_benchmarks: tuple[str, ...] = knob(
+        ("cruxeval",), "benchmarks of the in-loop evaluation: cruxeval gsm8k math500 mbpp humaneval"
+    )
+    eval_problems: int = knob(100, "first problems of each benchmark evaluated (0 = all)")
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
 
     def __post_init__(self) -> None:
         positive(self, "steps", "checkpoint_every", "keep_checkpoints")
+        unknown = [b for b in self.eval_benchmarks if b not in EVAL_BENCHMARKS]
+        if unknown or not self.eval_benchmarks:
+            raise ConfigError(
+                f"run.eval_benchmarks: {unknown or 'empty'}; choose from {list(EVAL_BENCHMARKS)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class Run:
     pad_id: int
     version: str = "step0"  # the weights that generate the current step's samples
     on_stage: object = None  # called with each stage's name as it starts (progress display)
-    eval_problems: list | None = None  # CRUXEval problems of the in-loop evaluation, loaded once
+    evaluator: object = None  # `eval.in_loop.InLoopEval`, made at the first evaluation
     reference: object = None  # frozen initial policy of the KL term (trainer.kl_coef > 0)
     math_checker: object = None  # judges math tasks' answers (its workers start on first use)
     imports: list | None = None  # reports of the labeled sets imported at the start
@@ -228,6 +228,8 @@ def _seed_pool(run: Run) -> None:
 
 def close_run(run: Run) -> None:
     run.engine.close()
+    if run.evaluator is not None:
+        run.evaluator.close()
     run.executor.close()
     if run.math_checker is not None:
         run.math_checker.close()
@@ -277,6 +279,8 @@ def run(config: Config, out=sys.stdout) -> Path:
 
 
 def _evaluate(state: Run, step: int) -> dict[str, float]:
-    from selfplay.eval.cruxeval import evaluate_in_loop
+    from selfplay.eval.in_loop import InLoopEval
 
-    return evaluate_in_loop(state, step)
+    if state.evaluator is None:
+        state.evaluator = InLoopEval(state.config, state.executor, state.math_checker)
+    return state.evaluator(state.engine, state.folder, step)

@@ -9,14 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from selfplay import config as config_module
+from selfplay.config import EVAL_BENCHMARKS
 from selfplay.data import DataError
-
-BENCHMARKS = ("cruxeval", "gsm8k", "math500", "mbpp", "humaneval")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a model or a run on a benchmark")
-    p.add_argument("benchmark", choices=BENCHMARKS)
+    p.add_argument("benchmark", choices=EVAL_BENCHMARKS)
     p.add_argument(
         "--model", required=True, help="model folder, hub id, the embedded model, or a run folder"
     )

@@ -13,7 +13,6 @@ pass@k the unbiased estimator; with n = 1 at temperature 0 it is greedy pass@1.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from selfplay.data import data_root, records
 from selfplay.eval.passk import mean_pass_at_k
 from selfplay.types import Answer, Task
 
-__all__ = ["Problem", "load_problems", "evaluate", "evaluate_in_loop"]
+__all__ = ["Problem", "load_problems", "evaluate"]
 
 SUBSETS = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}
 
@@ -101,22 +100,3 @@ def evaluate(
             if all(n >= k for n, _ in counts):
                 metrics[f"{subset}/pass@{k}"] = mean_pass_at_k(counts, k)
     return metrics, items
-
-
-def evaluate_in_loop(run, step: int) -> dict[str, float]:
-    """Greedy pass@1 on the first `run.eval_problems` problems; per-sample results in eval/."""
-    from selfplay.engine import SamplingParams
-
-    cfg = run.config
-    if run.eval_problems is None:
-        run.eval_problems = load_problems(
-            run.executor, cfg.run.eval_data or None, cfg.run.eval_problems
-        )
-    params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.generation.max_new_tokens)
-    metrics, items = evaluate(run.engine, run.executor, run.eval_problems, cfg.roles, params)
-    out = run.folder / "eval"
-    out.mkdir(exist_ok=True)
-    with (out / f"cruxeval-step{step:06d}.jsonl").open("w") as f:
-        for item in items:
-            f.write(json.dumps(item) + "\n")
-    return {f"eval/{name}": value for name, value in metrics.items()}

@@ -1,0 +1,82 @@
+"""The evaluation a run does before its first step and every `run.eval_every` steps.
+
+Each benchmark of `run.eval_benchmarks` (CRUXEval by default; GSM8K, MATH-500, MBPP and
+HumanEval as well) is scored greedily (pass@1) on its first `run.eval_problems` problems, with
+the run's engine, so the numbers follow the weights being trained, and with the judges of
+`selfplay eval`: the run's executor for CRUXEval, its math checker for GSM8K and MATH-500, and
+a second executor widened for benchmark test code (`code_benchmarks.executor_config`) for MBPP
+and HumanEval, started at the first evaluation that needs it. Problems are loaded once.
+
+Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pass@1`,
+`eval/gsm8k/pass@1`, ...); per-sample results go to `eval/<benchmark>-step<N>.jsonl` in the
+run folder. A benchmark whose data is missing stops the run at its first evaluation, saying
+which file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["InLoopEval"]
+
+
+class InLoopEval:
+    """Scores a run's current weights on `run.eval_benchmarks`; `close` stops what it started."""
+
+    def __init__(self, config, executor, math_checker) -> None:
+        self.config = config
+        self.executor = executor
+        self.math_checker = math_checker
+        self.problems: dict[str, list] = {}
+        self.code_executor = None
+
+    def __call__(self, engine, folder: Path, step: int) -> dict[str, float]:
+        from selfplay.engine import SamplingParams
+
+        cfg = self.config
+        params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.generation.max_new_tokens)
+        out = folder / "eval"
+        out.mkdir(exist_ok=True)
+        metrics: dict[str, float] = {}
+        for benchmark in cfg.run.eval_benchmarks:
+            scores, items = self._evaluate(benchmark, engine, params)
+            metrics.update({f"eval/{name}": value for name, value in scores.items()})
+            with (out / f"{benchmark}-step{step:06d}.jsonl").open("w") as f:
+                for item in items:
+                    f.write(json.dumps(item) + "\n")
+        return metrics
+
+    def _evaluate(self, benchmark: str, engine, params):
+        from selfplay.eval import code_benchmarks, cruxeval, math_benchmarks
+
+        cfg, roles = self.config, self.config.roles
+        limit = cfg.run.eval_problems
+        if benchmark == "cruxeval":
+            if benchmark not in self.problems:
+                path = cfg.run.eval_data or None
+                self.problems[benchmark] = cruxeval.load_problems(self.executor, path, limit)
+            problems = self.problems[benchmark]
+            return cruxeval.evaluate(engine, self.executor, problems, roles, params)
+        if benchmark in math_benchmarks.MATH_BENCHMARKS:
+            if benchmark not in self.problems:
+                self.problems[benchmark] = math_benchmarks.load_problems(benchmark, None, limit)
+            problems = self.problems[benchmark]
+            return math_benchmarks.evaluate(
+                engine, self.math_checker, problems, roles, params, name=benchmark
+            )
+        if benchmark not in self.problems:
+            self.problems[benchmark] = code_benchmarks.load_problems(benchmark, None, limit)
+        if self.code_executor is None:
+            from selfplay.executor import Executor
+
+            self.code_executor = Executor(code_benchmarks.executor_config(cfg.executor))
+        problems = self.problems[benchmark]
+        return code_benchmarks.evaluate(
+            engine, self.code_executor, problems, roles, params, name=benchmark
+        )
+
+    def close(self) -> None:
+        if self.code_executor is not None:
+            self.code_executor.close()
+            self.code_executor = None

@@ -1,0 +1,92 @@
+"""The in-loop evaluation: each benchmark of `run.eval_benchmarks` scored by its own judge with
+the run's engine (a scripted one here, so the scores are known), per-sample results per step in
+the run folder, and a tiny-model run that evaluates before its first step and after it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from selfplay.config import ConfigError, ExecutorConfig, MathCheckConfig, load
+from selfplay.data import records
+from selfplay.eval import code_benchmarks, math_benchmarks
+from selfplay.eval.in_loop import InLoopEval
+from selfplay.executor import Executor
+from selfplay.loop import run
+from selfplay.mathcheck import MathChecker
+from selfplay.trainer.metrics import read_metrics
+from tests.conftest import require_data
+from tests.test_eval_cruxeval import ScriptedEngine
+from tests.test_loop import overrides
+
+pytestmark = pytest.mark.data
+
+
+def test_each_benchmark_is_scored_by_its_judge_and_logged_per_step(tmp_path):
+    crux = records(require_data("cruxeval/cruxeval.jsonl"))[:2]
+    gsm = math_benchmarks.load_problems("gsm8k", require_data("gsm8k/test.jsonl"), limit=2)
+    mbpp = code_benchmarks.load_problems("mbpp", require_data("mbpp/mbpp.jsonl"), limit=2)
+    wrap = "<answer>\n```{}\n{}\n```\n</answer>".format
+    answers = [
+        [[wrap("output", crux[0]["output"])], [wrap("output", "'no'")]],  # CRUXEval-O: 1 of 2
+        [[wrap("input", row["input"])] for row in crux],  # CRUXEval-I: 2 of 2
+        [[f"<answer>\\boxed{{{gsm[0].gold}}}</answer>"], ["<answer>\\boxed{-1}</answer>"]],
+        [[f"```python\n{mbpp[0].record['code']}\n```"], ["no code at all"]],
+    ]
+    config = load(None, ["run.eval_benchmarks=[cruxeval, gsm8k, mbpp]", "run.eval_problems=2"])
+    with Executor(ExecutorConfig()) as executor, MathChecker(MathCheckConfig()) as checker:
+        evaluator = InLoopEval(config, executor, checker)
+        try:
+            metrics = evaluator(ScriptedEngine(answers), tmp_path, 4)
+            assert evaluator.code_executor is not None  # started for MBPP, kept for next time
+            timeout = evaluator.code_executor.config.run_timeout_s
+        finally:
+            evaluator.close()
+    assert metrics == {
+        "eval/cruxeval_o/pass@1": 0.5,
+        "eval/cruxeval_i/pass@1": 1.0,
+        "eval/gsm8k/pass@1": 0.5,
+        "eval/mbpp/pass@1": 0.5,
+    }
+    assert timeout >= code_benchmarks.CODE_RUN_TIMEOUT_S  # benchmark tests get more time
+    written = {p.name: p for p in (tmp_path / "eval").iterdir()}
+    assert sorted(written) == [f"{b}-step000004.jsonl" for b in ("cruxeval", "gsm8k", "mbpp")]
+    lines = {
+        name: [json.loads(x) for x in p.read_text().splitlines()] for name, p in written.items()
+    }
+    assert len(lines["cruxeval-step000004.jsonl"]) == 4  # 2 problems x 2 subsets
+    mbpp_items = lines["mbpp-step000004.jsonl"]
+    assert [(i["id"], i["correct"], i["reason"]) for i in mbpp_items] == [
+        ("11", True, "ok"),
+        ("12", False, "no_code"),
+    ]
+    assert [i["correct"] for i in lines["gsm8k-step000004.jsonl"]] == [True, False]
+
+
+def test_a_run_evaluates_before_its_first_step_and_every_eval_every(tmp_path, tiny_model_dir):
+    for name in ("cruxeval/cruxeval.jsonl", "gsm8k/test.jsonl", "humaneval/HumanEval.jsonl.gz"):
+        require_data(name)
+    folder = tmp_path / "run"
+    args = [
+        *overrides(folder, tiny_model_dir, steps=2),
+        "run.eval_every=2",
+        "run.eval_problems=2",
+        "run.eval_benchmarks=[cruxeval, gsm8k, humaneval]",
+    ]
+    with open(tmp_path / "out.txt", "w") as stream:
+        run(load(None, args), out=stream)
+    by_step = {m["step"]: m for m in read_metrics(folder)}
+    names = ["cruxeval_o", "cruxeval_i", "gsm8k", "humaneval"]
+    for step in (0, 2):
+        assert all(0.0 <= by_step[step][f"eval/{n}/pass@1"] <= 1.0 for n in names)
+    assert not any(k.startswith("eval/") for k in by_step[1])
+    files = sorted(p.name for p in (folder / "eval").iterdir())
+    assert files == [
+        f"{b}-step{s:06d}.jsonl" for b in ("cruxeval", "gsm8k", "humaneval") for s in (0, 2)
+    ]
+
+
+def test_unknown_benchmarks_are_refused():
+    with pytest.raises(ConfigError, match="choose from"):
+        load(None, ["run.eval_benchmarks=[cruxeval, gsm9k]"])
