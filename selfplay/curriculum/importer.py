@@ -124,6 +124,14 @@ def import_file(
     pending: list[Candidate] = []
     math: list[MathCandidate] = []
     own_checker = None
+
+    def import_math() -> None:
+        nonlocal checker, own_checker
+        if checker is None:
+            checker = own_checker = _start_checker(mathcheck)
+        _import_math_batch(store, checker, math, report)
+        math.clear()
+
     try:
         for number, record in _records(path, limit, sample_seed, report):
             report.records += 1
@@ -147,16 +155,11 @@ def import_file(
                 _import_batch(store, executor, pending, report)
                 pending = []
             if len(math) >= store.config.import_batch:
-                if checker is None:
-                    checker = own_checker = _start_checker(mathcheck)
-                _import_math_batch(store, checker, math, report)
-                math = []
+                import_math()
         if pending:
             _import_batch(store, executor, pending, report)
         if math:
-            if checker is None:
-                checker = own_checker = _start_checker(mathcheck)
-            _import_math_batch(store, checker, math, report)
+            import_math()
     finally:
         if own_checker is not None:
             own_checker.close()

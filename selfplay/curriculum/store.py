@@ -316,9 +316,7 @@ class TaskStore:
         if n <= 0:
             return np.empty(0, dtype=np.int64)
         recent = np.flatnonzero(self.index["step"] > step - self.config.recent_steps)
-        # positions within each group of its own recent tasks (a group may be one side of the
-        # labeled split, which other recent tasks of its type are not part of)
-        recent_in = [np.flatnonzero(np.isin(g, recent)) for g in groups]
+        recent_in = [_members(g, recent) for g in groups]
         return sampler.draw(self.config, n, weights, groups, recent_in, rng)
 
     def selection(self, step: int | None = None) -> trapo.Selection:
@@ -378,6 +376,16 @@ class TaskStore:
         from selfplay.curriculum.stats import pool_stats
 
         return pool_stats(self, self.last_step if step is None else step, growth)
+
+
+def _members(group: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Indices within the sorted `group` of those `positions` that belong to it (a group may
+    be one side of the labeled split, which other tasks of its type are not part of)."""
+    if not len(group):
+        return group
+    at = np.searchsorted(group, positions)
+    found = group[np.minimum(at, len(group) - 1)] == positions
+    return at[found]
 
 
 def _aggregate(outcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
