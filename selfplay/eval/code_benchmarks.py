@@ -57,11 +57,11 @@ def executor_config(config: ExecutorConfig) -> ExecutorConfig:
 
 def load_problems(benchmark: str, path: str | Path | None = None, limit: int = 0):
     path = path or data_root() / CODE_BENCHMARKS[benchmark]
+    needed = ("task_id", "text", "test_list")
+    if benchmark == "humaneval":
+        needed = ("task_id", "prompt", "test", "entry_point")
     problems = []
     for number, row in enumerate(records(path), start=1):
-        needed = ("task_id", "prompt", "test", "entry_point")
-        if benchmark == "mbpp":
-            needed = ("task_id", "text", "test_list")
         missing = [key for key in needed if key not in row]
         if missing:
             raise DataError(f"{path}:{number}: a {benchmark} record needs {', '.join(missing)}")
@@ -75,12 +75,14 @@ def load_problems(benchmark: str, path: str | Path | None = None, limit: int = 0
 def extract_code(text: str, entry_point: str | None = None) -> str | None:
     """The code of an answer: the last Python block of the answer section (else of the whole
     text) that defines `entry_point`, else the last Python block; None when there is none."""
+    defining = (
+        re.compile(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", re.M) if entry_point else None
+    )
     for where in (extract.answer_region(text), text):
         blocks = [
             b.body for b in extract.fenced_blocks(where) if b.lang in _CODE_LANGS and b.body.strip()
         ]
-        if entry_point:
-            defining = re.compile(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", re.M)
+        if defining:
             blocks = [b for b in blocks if defining.search(b)] or blocks
         if blocks:
             return blocks[-1]
