@@ -27,6 +27,7 @@ from selfplay.config_fields import (
 )
 from selfplay.config_fields import describe as describe_fields
 from selfplay.executor.modules import OPTIONAL_MODULES
+from selfplay.types import TASK_TYPES
 
 __all__ = [
     "knob",
@@ -106,7 +107,6 @@ class ExecutorConfig:
 
 
 LEARNABILITY_SHAPES = ("azr", "rzero_band", "rzero_peak", "variance")
-TASK_TYPE_ORDER = ("deduction", "abduction", "induction", "math")
 SELECTIONS = ("none", "trapo")
 
 
@@ -208,9 +208,7 @@ class CurriculumConfig:
             raise ConfigError("curriculum.band must be (low, high) with 0 <= low <= high <= 1")
         quotas = self.type_quotas
         if len(quotas) not in (3, 4) or min(quotas) < 0 or sum(quotas) <= 0:
-            raise ConfigError(
-                f"curriculum.type_quotas needs 3 or 4 weights >= 0 for {TASK_TYPE_ORDER}"
-            )
+            raise ConfigError(f"curriculum.type_quotas needs 3 or 4 weights >= 0 for {TASK_TYPES}")
         if len(quotas) == 3:  # a recipe from before math tasks: none of them in a batch
             object.__setattr__(self, "type_quotas", (*quotas, 0.0))
         if not 0 < self.discount <= 1:
@@ -370,8 +368,6 @@ class SelfPlayConfig:
     )
 
     def __post_init__(self) -> None:
-        from selfplay.types import TASK_TYPES
-
         if not self.task_types or set(self.task_types) - set(TASK_TYPES):
             raise ConfigError(f"selfplay.task_types: choose from {', '.join(TASK_TYPES)}")
         if set(self.train_roles) - {"propose", "solve"}:
