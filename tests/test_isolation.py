@@ -16,7 +16,7 @@ import pytest
 
 from selfplay.config import ExecutorConfig
 from selfplay.executor import Executor
-from selfplay.executor.runner import Run, SandboxUnavailable
+from selfplay.executor.runner import ProgramRun, SandboxUnavailable
 from selfplay.executor.values import parse_literal
 
 PRELUDE = """
@@ -33,7 +33,7 @@ def escaped(executor, body: str, cpu: float = 0.3):
     """Run `f()` of unrestricted code in a hardened child; returns its RunResult."""
     code = marshal.dumps(compile(PRELUDE + body, "<escaped>", "exec"))
     call = marshal.dumps(compile("_args_()", "<input>", "eval"))
-    return executor.pool.run({0: ([code], [Run(0, call, False, cpu)])})[0][0]
+    return executor.pool.run({0: ([code], [ProgramRun(0, call, False, cpu)])})[0][0]
 
 
 def test_every_layer_is_active(executor):

@@ -15,7 +15,7 @@ from selfplay.executor.policy import (
     compile_input,
     compile_program,
 )
-from selfplay.executor.runner import Run, RunResult, WorkerPool
+from selfplay.executor.runner import ProgramRun, RunResult, WorkerPool
 from selfplay.executor.validate import validate_cases
 from selfplay.executor.verify import verify_items
 from selfplay.types import Task, Verdict
@@ -125,7 +125,7 @@ class Executor:
         self, items: Sequence[tuple[str, CompiledInput, int, float, int | None]]
     ) -> list[RunResult]:
         """Run (program source, input, worker, CPU limit, group) items; results in order."""
-        jobs: dict[int, tuple[list[bytes], list[Run]]] = {}
+        jobs: dict[int, tuple[list[bytes], list[ProgramRun]]] = {}
         slots: dict[tuple[int, str], int] = {}
         positions = []
         for source, call, worker, cpu, group in items:
@@ -135,6 +135,6 @@ class Executor:
                 programs.append(self.marshalled(source))
             positions.append((worker, len(runs)))
             code = _marshal_code(call.code)
-            runs.append(Run(slots[worker, source], code, call.in_program_scope, cpu, group))
+            runs.append(ProgramRun(slots[worker, source], code, call.in_program_scope, cpu, group))
         results = self.pool.run(jobs) if items else {}
         return [results[worker][index] for worker, index in positions]

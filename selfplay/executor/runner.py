@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay.config import ExecutorConfig
+from selfplay.executor.hardening import ISOLATION_LAYERS
 
-__all__ = ["Run", "RunResult", "WorkerPool", "SandboxUnavailable", "SandboxError"]
+__all__ = ["ProgramRun", "RunResult", "WorkerPool", "SandboxUnavailable", "SandboxError"]
 
 _HEADER = struct.Struct(">I")
 _REASON = re.compile(r"[a-z_]+(:[A-Za-z0-9_.]+)?\Z")
-LAYERS = ("namespaces", "landlock", "seccomp", "rlimits")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -52,7 +52,7 @@ class SandboxError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Run:
+class ProgramRun:
     """One execution of `f(<input>)` of a program."""
 
     program: int  # index into the batch's program list
@@ -130,7 +130,7 @@ class _Worker:
         )
         self.buffer = b""
         settings = {
-            "layers": [layer for layer in LAYERS if layer in self.config.isolation],
+            "layers": [layer for layer in ISOLATION_LAYERS if layer in self.config.isolation],
             "extra_modules": list(self.config.extra_modules),
         }
         self.send(marshal.dumps(settings))
@@ -284,7 +284,9 @@ class WorkerPool:
             "start_allowance_s": 1.0,
         }
 
-    def run(self, jobs: dict[int, tuple[list[bytes], list[Run]]]) -> dict[int, list[RunResult]]:
+    def run(
+        self, jobs: dict[int, tuple[list[bytes], list[ProgramRun]]]
+    ) -> dict[int, list[RunResult]]:
         """Execute `{worker index: (marshalled programs, runs)}` concurrently."""
         deadlines, results = {}, {}
         for index, (programs, runs) in jobs.items():
