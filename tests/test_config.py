@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from selfplay import config
 from selfplay.config import Config, ConfigError, ExecutorConfig, describe, load, to_dict
+from selfplay.curriculum.sampler import SHAPES
+from selfplay.eval.code_benchmarks import CODE_BENCHMARKS
+from selfplay.eval.math_benchmarks import MATH_BENCHMARKS
+from selfplay.executor.modules import OPTIONAL_MODULES
+from selfplay.trainer.advantages import ESTIMATORS
 
 
 def test_defaults_and_overrides(tmp_path):
@@ -49,6 +56,29 @@ def test_every_field_is_documented():
     assert any(line.strip().startswith("executor.workers (int") for line in lines)
     assert all(not line.endswith(": ") for line in lines)
     assert ExecutorConfig().isolation == ("namespaces", "landlock", "seccomp", "rlimits")
+
+
+def test_allowed_values_match_what_implements_them():
+    """config names each value set once; the modules that implement the values import config
+    (or are too heavy for it to import), so their tables are kept equal here instead."""
+    assert tuple(SHAPES) == config.LEARNABILITY_SHAPES
+    assert tuple(ESTIMATORS) == get_args(config.AdvantageEstimator)
+    assert tuple(OPTIONAL_MODULES) == get_args(config.ExtraModule)
+    assert set(config.EVAL_BENCHMARKS) == {"cruxeval", *MATH_BENCHMARKS, *CODE_BENCHMARKS}
+
+
+def test_literal_fields_list_their_values_and_refuse_others():
+    lines = list(describe(Config))
+    shape = next(line for line in lines if line.strip().startswith("curriculum.shape ("))
+    assert shape.endswith("choose from " + ", ".join(config.LEARNABILITY_SHAPES))
+    with pytest.raises(ConfigError, match="trainer.aggregation: unknown value 'tokens'"):
+        load(None, ["trainer.aggregation=tokens"])
+    with pytest.raises(ConfigError, match="selfplay.task_types"):
+        load(None, ["selfplay.task_types=[deduction, algebra]"])
+    with pytest.raises(ConfigError, match="unknown value True"):  # a bool is not the level 1
+        load(None, ["engine.vllm_sleep_level=true"])
+    with pytest.raises(ConfigError, match="CurriculumConfig.shape"):  # built in code, too
+        config.CurriculumConfig(shape="linear")
 
 
 @pytest.mark.parametrize(
