@@ -152,6 +152,8 @@ def stitched_gguf(name: str, out_dir: Path) -> Path:
 
 
 def _stamp_of(name: str, parts: list[Path]) -> dict:
+    """What a converted folder was made from. A later run compares it without hashing the
+    parts again: their sha256 was checked when they were stitched for the conversion."""
     entry = EMBEDDED_MODELS[name]
     stamp = {
         "source": entry.gguf,
