@@ -12,6 +12,7 @@ from selfplay.config import ExecutorConfig, MathCheckConfig
 from selfplay.engine import SamplingParams
 from selfplay.eval import code_benchmarks, math_benchmarks
 from selfplay.executor import Executor
+from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from tests.conftest import require_data
 from tests.test_eval_cruxeval import ScriptedEngine
@@ -22,18 +23,18 @@ PARAMS = SamplingParams(n=2, temperature=0.8)
 
 
 @pytest.fixture(scope="module")
-def checker():
+def math_judge():
     with MathChecker(MathCheckConfig()) as c:
-        yield c
+        yield Judge(None, c)
 
 
 @pytest.fixture(scope="module")
-def code_executor():
+def code_judge():
     with Executor(code_benchmarks.executor_config(ExecutorConfig())) as ex:
-        yield ex
+        yield code_benchmarks.CodeTestJudge(ex)
 
 
-def test_gsm8k_scoring(checker):
+def test_gsm8k_scoring(math_judge):
     path = require_data("gsm8k/test.jsonl")
     problems = math_benchmarks.load_problems("gsm8k", path, limit=3)
     assert [p.gold for p in problems] == ["18", "3", "70000"]
@@ -44,7 +45,7 @@ def test_gsm8k_scoring(checker):
     ]
     engine = ScriptedEngine([answers])
     metrics, items = math_benchmarks.evaluate(
-        engine, checker, problems, None, PARAMS, ks=(1, 2), name="gsm8k"
+        engine, math_judge, problems, None, PARAMS, ks=(1, 2), name="gsm8k"
     )
     assert metrics["gsm8k/pass@1"] == pytest.approx((1 + 0.5 + 0.5) / 3)
     assert metrics["gsm8k/pass@2"] == 1.0
@@ -53,7 +54,7 @@ def test_gsm8k_scoring(checker):
     assert items[5]["answer"] == "70000"
 
 
-def test_math500_scoring(checker):
+def test_math500_scoring(math_judge):
     path = require_data("math500/test.jsonl")
     problems = math_benchmarks.load_problems("math500", path, limit=2)
     assert problems[0].gold == "\\left( 3, \\frac{\\pi}{2} \\right)"
@@ -63,13 +64,13 @@ def test_math500_scoring(checker):
         [f"So the answer is $\\boxed{{{problems[1].gold}}}$.", "<answer>\\boxed{p + q}"],
     ]
     metrics, items = math_benchmarks.evaluate(
-        ScriptedEngine([answers]), checker, problems, None, PARAMS, ks=(1, 2), name="math500"
+        ScriptedEngine([answers]), math_judge, problems, None, PARAMS, ks=(1, 2), name="math500"
     )
     assert [i["correct"] for i in items] == [True, False, True, False]
     assert metrics["math500/pass@1"] == 0.5 and metrics["math500/pass@2"] == 1.0
 
 
-def test_humaneval_scoring(code_executor):
+def test_humaneval_scoring(code_judge):
     problems = code_benchmarks.load_problems(
         "humaneval", require_data("humaneval/HumanEval.jsonl.gz"), limit=3
     )
@@ -86,7 +87,7 @@ def test_humaneval_scoring(code_executor):
         [block("def truncate_number(number):\n    return number % 1.0"), block("import os")],
     ]
     metrics, items = code_benchmarks.evaluate(
-        ScriptedEngine([answers]), code_executor, problems, None, PARAMS, (1, 2), "humaneval"
+        ScriptedEngine([answers]), code_judge, problems, None, PARAMS, (1, 2), "humaneval"
     )
     assert [i["correct"] for i in items] == [True, False, True, False, True, False]
     assert items[1]["reason"] == "crash:AssertionError"
@@ -96,7 +97,7 @@ def test_humaneval_scoring(code_executor):
     assert metrics["humaneval/pass@2"] == 1.0
 
 
-def test_mbpp_scoring_on_the_test_split(code_executor):
+def test_mbpp_scoring_on_the_test_split(code_judge):
     problems = code_benchmarks.load_problems("mbpp", require_data("mbpp/mbpp.jsonl"), limit=2)
     assert [p.id for p in problems] == ["11", "12"]
     block = "```python\n{}\n```".format
@@ -105,7 +106,7 @@ def test_mbpp_scoring_on_the_test_split(code_executor):
         [block("def sort_matrix(m):\n    return m"), "<answer>\nsorted\n</answer>"],
     ]
     metrics, items = code_benchmarks.evaluate(
-        ScriptedEngine([answers]), code_executor, problems, None, PARAMS, (1,), "mbpp"
+        ScriptedEngine([answers]), code_judge, problems, None, PARAMS, (1,), "mbpp"
     )
     assert [i["correct"] for i in items] == [True, True, False, False]
     assert items[2]["reason"] == "crash:AssertionError" and items[3]["reason"] == "no_code"

@@ -11,6 +11,7 @@ from selfplay.engine import SamplingParams
 from selfplay.engine.base import Completion, Generation
 from selfplay.eval.cruxeval import evaluate, load_problems
 from selfplay.executor import Executor
+from selfplay.judge import Judge
 from tests.conftest import require_data
 
 
@@ -55,7 +56,7 @@ def test_gold_answers_score_one_and_wrong_ones_zero(executor):
     inputs = [[wrap("input", p.input_task.inputs[0])] * 2 for p in problems]
     engine = ScriptedEngine([outputs, inputs])
     params = SamplingParams(n=2, temperature=0.8)
-    metrics, items = evaluate(engine, executor, problems, None, params, ks=(1, 2))
+    metrics, items = evaluate(engine, Judge(executor), problems, None, params, ks=(1, 2))
     assert metrics["cruxeval_o/pass@1"] == pytest.approx((1 + 0.5 + 0 + 0.5) / 4)
     assert metrics["cruxeval_o/pass@2"] == pytest.approx(3 / 4)
     assert metrics["cruxeval_i/pass@1"] == metrics["cruxeval_i/pass@2"] == 1.0

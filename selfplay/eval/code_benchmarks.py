@@ -4,8 +4,10 @@ The model writes a function (HumanEval: completes a signature and docstring; MBP
 from a description and the three asserts, MBPP's own prompt format). The last Python block of
 its answer, preferring one that defines the function, is joined with the tests into a program
 whose `f()` runs them (`code_tests.py`); the executor validates that program with the input
-`""`, and the answer is correct exactly when it returns True. A failing test, a crash, a
-timeout or code the sandbox refuses (`policy:...`) is wrong, with the executor's reason.
+`""`, and the answer is correct exactly when it returns True (`CodeTestJudge`). A failing
+test, a crash, a timeout or code the sandbox refuses (`policy:...`) is wrong, with the
+executor's reason; an answer without code is `no_code`. Generation, judging and pass@k are the
+harness's (`harness.py`).
 
 MBPP is evaluated on its test split, tasks 11-510 (the split its README names). Benchmark tests
 may use `random` and `hashlib` and some run for seconds: the executor used here admits those
@@ -16,18 +18,22 @@ below that.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from selfplay import extract
 from selfplay.config import ExecutorConfig
 from selfplay.data import DataError, data_root, records
+from selfplay.eval import harness
 from selfplay.eval.code_tests import humaneval_program, mbpp_program
-from selfplay.eval.passk import pass_at_k_metrics
+from selfplay.solver import humaneval_prompt, mbpp_prompt
+from selfplay.types import ParseFailure, Verdict
 
 __all__ = [
     "CODE_BENCHMARKS",
     "CodeProblem",
+    "CodeTestJudge",
     "executor_config",
     "extract_code",
     "load_problems",
@@ -89,9 +95,28 @@ def extract_code(text: str, entry_point: str | None = None) -> str | None:
     return None
 
 
-def _prompt(problem: CodeProblem, roles):
-    from selfplay.solver import humaneval_prompt, mbpp_prompt
+class CodeTestJudge:
+    """Judges code answers by running each benchmark's own tests on them in the sandbox: an
+    answer is right exactly when its test program's `f()` returns True (a run that returns
+    anything else is `wrong_output`). Items are (problem, codes), the judge protocol of the
+    harness; the executor should use `executor_config(...)`."""
 
+    def __init__(self, executor) -> None:
+        self.executor = executor
+
+    def judge(self, items: Sequence[tuple[CodeProblem, Sequence[str]]]) -> list[list[Verdict]]:
+        cases = [(_program(problem, code), "") for problem, codes in items for code in codes]
+        verdicts = iter(self.executor.validate(cases))
+        return [[_passed(next(verdicts)) for _ in codes] for _, codes in items]
+
+
+def _passed(verdict: Verdict) -> Verdict:
+    if verdict.ok and verdict.output != "True":
+        return replace(verdict, ok=False, reason="wrong_output")
+    return verdict
+
+
+def _prompt(problem: CodeProblem, roles):
     if problem.benchmark == "humaneval":
         return humaneval_prompt(problem.record["prompt"], roles)
     return mbpp_prompt(problem.record["text"], problem.record["test_list"], roles)
@@ -106,35 +131,21 @@ def _program(problem: CodeProblem, code: str) -> str:
     return humaneval_program(problem.record, "\n" + code if defines else code)
 
 
-def evaluate(engine, executor, problems, roles, params, ks=(1,), name="code"):
-    """(metrics, per-sample records); `executor` should use `executor_config(...)`."""
-    from selfplay.extract import ANSWER_STOP
+def _read(problem: CodeProblem, completion) -> str | ParseFailure:
+    code = extract_code(completion.text, problem.entry_point)
+    return ParseFailure("no_code") if code is None else code
 
-    params = replace(params, stop=params.stop or ANSWER_STOP)
-    generations = engine.generate([_prompt(p, roles) for p in problems], params)
-    codes = [
-        [extract_code(c.text, p.entry_point) for c in g.completions]
-        for p, g in zip(problems, generations, strict=True)
-    ]
-    cases = [(_program(p, c), "") for p, row in zip(problems, codes, strict=True) for c in row if c]
-    verdicts = iter(executor.validate(cases))
-    items, counts = [], []
-    for problem, row in zip(problems, codes, strict=True):
-        correct = 0
-        for sample, code in enumerate(row):
-            verdict = next(verdicts) if code else None
-            ok = verdict is not None and verdict.ok and verdict.output == "True"
-            correct += ok
-            reason = "no_code" if verdict is None else verdict.reason
-            items.append(
-                {
-                    "benchmark": name,
-                    "id": problem.id,
-                    "sample": sample,
-                    "answer": code,
-                    "correct": ok,
-                    "reason": reason if ok or reason != "ok" else "wrong_output",
-                }
-            )
-        counts.append((len(row), correct))
-    return pass_at_k_metrics(name, counts, ks), items
+
+def evaluate(engine, judge: CodeTestJudge, problems, roles, params, ks=(1,), name="code"):
+    """(metrics, per-sample records); `params` are the SamplingParams."""
+    return harness.evaluate(
+        problems,
+        lambda problem: _prompt(problem, roles),
+        judge,
+        engine=engine,
+        params=params,
+        read=_read,
+        task=lambda problem: problem,
+        name=name,
+        ks=ks,
+    )

@@ -94,33 +94,32 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list[dict]]:
-    """(problems, metrics, per-sample records) of one benchmark, with its judge."""
+    """(problems, metrics, per-sample records) of one benchmark, with its judge; the judge's
+    back-end (an executor or the math checker) lives for this call. Imported here so that the
+    other commands do not load the benchmarks."""
+    from selfplay.eval import code_benchmarks, cruxeval, math_benchmarks
+    from selfplay.executor import Executor
+    from selfplay.judge import Judge
+    from selfplay.mathcheck import MathChecker
+
     ks = tuple(args.k)
     if benchmark == "cruxeval":
-        from selfplay.eval import cruxeval
-        from selfplay.executor import Executor
-
         with Executor(config.executor) as executor:
             problems = cruxeval.load_problems(executor, args.data, args.limit)
             return problems, *cruxeval.evaluate(
-                engine, executor, problems, config.roles, params, ks
+                engine, Judge(executor), problems, config.roles, params, ks
             )
-    if benchmark in ("gsm8k", "math500"):
-        from selfplay.eval import math_benchmarks
-        from selfplay.mathcheck import MathChecker
-
+    if benchmark in math_benchmarks.MATH_BENCHMARKS:
         problems = math_benchmarks.load_problems(benchmark, args.data, args.limit)
         with MathChecker(config.mathcheck) as checker:
             return problems, *math_benchmarks.evaluate(
-                engine, checker, problems, config.roles, params, ks, benchmark
+                engine, Judge(None, checker), problems, config.roles, params, ks, benchmark
             )
-    from selfplay.eval import code_benchmarks
-    from selfplay.executor import Executor
-
     problems = code_benchmarks.load_problems(benchmark, args.data, args.limit)
     with Executor(code_benchmarks.executor_config(config.executor)) as executor:
+        judge = code_benchmarks.CodeTestJudge(executor)
         return problems, *code_benchmarks.evaluate(
-            engine, executor, problems, config.roles, params, ks, benchmark
+            engine, judge, problems, config.roles, params, ks, benchmark
         )
 
 

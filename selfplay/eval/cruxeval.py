@@ -1,4 +1,4 @@
-"""CRUXEval-O and CRUXEval-I, with the sandboxed executor as the judge.
+"""CRUXEval-O and CRUXEval-I, judged by the sandboxed executor (through `selfplay.judge`).
 
 CRUXEval-O (output prediction) is a deduction task: given the function and the input, predict
 the output; an answer is correct when its canonical value equals the gold output's. CRUXEval-I
@@ -7,8 +7,8 @@ an answer is correct when the function, run on it in the sandbox, returns the go
 Inputs are read in expression mode (`dict(a=1)` and lambdas occur in the data and in answers),
 compiled under the same policy as programs and evaluated only inside the sandbox.
 
-With n samples per problem (temperature > 0), pass@1 is the mean share of correct samples and
-pass@k the unbiased estimator; with n = 1 at temperature 0 it is greedy pass@1.
+Generation, judging and pass@k are the harness's (`harness.py`); what is CRUXEval's own is
+here: the problems, the solver's prompt and answer parsing for each subset, the records.
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from selfplay.data import data_root, records
-from selfplay.eval.passk import mean_pass_at_k
-from selfplay.types import Answer, Task
+from selfplay.eval import harness
+from selfplay.eval.harness import Sample
+from selfplay.judge import Judge
+from selfplay.solver import parse_answer, solver_prompt
+from selfplay.types import Answer, ParseFailure, Task
 
 __all__ = ["Problem", "load_problems", "evaluate"]
 
@@ -57,46 +60,50 @@ def load_problems(executor, path: str | Path | None = None, limit: int = 0) -> l
 
 
 def evaluate(
-    engine, executor, problems: list[Problem], roles, params, ks: tuple[int, ...] = (1,)
+    engine, judge: Judge, problems: list[Problem], roles, params, ks: tuple[int, ...] = (1,)
 ) -> tuple[dict[str, float], list[dict]]:
-    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams
-    (generation stops at the end of the answer unless they name their own stop strings)."""
-    from selfplay.extract import ANSWER_STOP
-    from selfplay.solver import parse_answer, solver_prompt
-
-    params = replace(params, stop=params.stop or ANSWER_STOP)
-
+    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams. The
+    judge reads predicted inputs as expressions, whatever mode it was built with."""
+    judge = replace(judge, inputs="expression")
     metrics, items = {}, []
     for subset, kind in SUBSETS.items():
-        tasks = [p.output_task if kind == "deduction" else p.input_task for p in problems]
-        generations = engine.generate([solver_prompt(t, roles) for t in tasks], params)
-        verify_items, answers_of = [], []
-        for task, generation in zip(tasks, generations, strict=True):
-            parsed = [
-                parse_answer(c.text, kind, c.finish_reason == "length")
-                for c in generation.completions
-            ]
-            answers_of.append(parsed)
-            texts = [a.text for a in parsed if isinstance(a, Answer)]
-            verify_items.append((task, texts))
-        verdicts = executor.verify_many(verify_items, inputs="expression")
-        counts = []
-        for problem, parsed, judged in zip(problems, answers_of, verdicts, strict=True):
-            judged, rows = iter(judged), []
-            for a in parsed:
-                v = next(judged) if isinstance(a, Answer) else None
-                rows.append(
-                    {
-                        "subset": subset,
-                        "id": problem.id,
-                        "answer": a.text if v is not None else None,
-                        "correct": bool(v is not None and v.ok),
-                        "reason": v.reason if v is not None else a.reason,
-                    }
-                )
-            items.extend(rows)
-            counts.append((len(rows), sum(r["correct"] for r in rows)))
-        for k in ks:
-            if all(n >= k for n, _ in counts):
-                metrics[f"{subset}/pass@{k}"] = mean_pass_at_k(counts, k)
+        scores, rows = _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks)
+        metrics.update(scores)
+        items.extend(rows)
     return metrics, items
+
+
+def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks):
+    """One subset through the harness: its task, the solver's parse of its answers, its rows."""
+
+    def task(problem: Problem) -> Task:
+        return problem.output_task if kind == "deduction" else problem.input_task
+
+    def read(problem: Problem, completion) -> str | ParseFailure:
+        answer = parse_answer(completion.text, kind, completion.finish_reason == "length")
+        return answer.text if isinstance(answer, Answer) else answer
+
+    def row(sample: Sample) -> dict:
+        return {
+            "subset": subset,
+            "id": sample.problem.id,
+            "answer": sample.answer,
+            "correct": sample.verdict.ok,
+            "reason": sample.verdict.reason,
+        }
+
+    def prompt(problem: Problem):
+        return solver_prompt(task(problem), roles)
+
+    return harness.evaluate(
+        problems,
+        prompt,
+        judge,
+        engine=engine,
+        params=params,
+        read=read,
+        task=task,
+        name=subset,
+        ks=ks,
+        row=row,
+    )

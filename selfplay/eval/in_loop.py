@@ -2,10 +2,12 @@
 
 Each benchmark of `run.eval_benchmarks` (CRUXEval by default; GSM8K, MATH-500, MBPP and
 HumanEval as well) is scored greedily (pass@1) on its first `run.eval_problems` problems, with
-the run's engine, so the numbers follow the weights being trained, and with the judges of
-`selfplay eval`: the run's executor for CRUXEval, its math checker for GSM8K and MATH-500, and
-a second executor widened for benchmark test code (`code_benchmarks.executor_config`) for MBPP
-and HumanEval, started at the first evaluation that needs it. Problems are loaded once.
+the run's engine, so the numbers follow the weights being trained, through the harness
+(`harness.py`) and with the judges of `selfplay eval`: a `Judge` over the run's executor (for
+CRUXEval) and its math checker (for GSM8K and MATH-500), and for MBPP and HumanEval a
+`CodeTestJudge` over a second executor widened for benchmark test code
+(`code_benchmarks.executor_config`), started at the first evaluation that needs it. Problems
+are loaded once.
 
 Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pass@1`,
 `eval/gsm8k/pass@1`, ...); per-sample results go to `eval/<benchmark>-step<N>.jsonl` in the
@@ -18,6 +20,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from selfplay.engine import SamplingParams
+from selfplay.eval import code_benchmarks, cruxeval, math_benchmarks
+from selfplay.executor import Executor
+from selfplay.judge import Judge
+
 __all__ = ["InLoopEval"]
 
 
@@ -27,13 +34,11 @@ class InLoopEval:
     def __init__(self, config, executor, math_checker) -> None:
         self.config = config
         self.executor = executor
-        self.math_checker = math_checker
+        self.judge = Judge(executor, math_checker)
         self.problems: dict[str, list] = {}
         self.code_executor = None
 
     def __call__(self, engine, folder: Path, step: int) -> dict[str, float]:
-        from selfplay.engine import SamplingParams
-
         cfg = self.config
         params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.generation.max_new_tokens)
         out = folder / "eval"
@@ -48,8 +53,6 @@ class InLoopEval:
         return metrics
 
     def _evaluate(self, benchmark: str, engine, params):
-        from selfplay.eval import code_benchmarks, cruxeval, math_benchmarks
-
         cfg, roles = self.config, self.config.roles
         limit = cfg.run.eval_problems
         if benchmark == "cruxeval":
@@ -57,24 +60,21 @@ class InLoopEval:
                 path = cfg.run.eval_data or None
                 self.problems[benchmark] = cruxeval.load_problems(self.executor, path, limit)
             problems = self.problems[benchmark]
-            return cruxeval.evaluate(engine, self.executor, problems, roles, params)
+            return cruxeval.evaluate(engine, self.judge, problems, roles, params)
         if benchmark in math_benchmarks.MATH_BENCHMARKS:
             if benchmark not in self.problems:
                 self.problems[benchmark] = math_benchmarks.load_problems(benchmark, None, limit)
             problems = self.problems[benchmark]
             return math_benchmarks.evaluate(
-                engine, self.math_checker, problems, roles, params, name=benchmark
+                engine, self.judge, problems, roles, params, name=benchmark
             )
         if benchmark not in self.problems:
             self.problems[benchmark] = code_benchmarks.load_problems(benchmark, None, limit)
         if self.code_executor is None:
-            from selfplay.executor import Executor
-
             self.code_executor = Executor(code_benchmarks.executor_config(cfg.executor))
         problems = self.problems[benchmark]
-        return code_benchmarks.evaluate(
-            engine, self.code_executor, problems, roles, params, name=benchmark
-        )
+        judge = code_benchmarks.CodeTestJudge(self.code_executor)
+        return code_benchmarks.evaluate(engine, judge, problems, roles, params, name=benchmark)
 
     def close(self) -> None:
         if self.code_executor is not None:

@@ -4,20 +4,22 @@ The model is asked to end with its answer in `\\boxed{}` inside `<answer>` (the 
 prompt); `extract_answer` also reads `#### 42`, "the answer is ..." and a last number, so a model
 that ignores the format is still judged on what it wrote. Gold answers: GSM8K's text after
 `####` without commas, MATH-500's `answer` field. An answer is correct when math-verify finds it
-equal to the gold (`selfplay.mathcheck`); a check that overruns its time limit counts as wrong.
-
-pass@1 with n samples per problem is the mean share of correct samples; pass@k is the unbiased
-estimator (`passk.py`).
+equal to the gold (`selfplay.mathcheck`, through `selfplay.judge`, each problem being a labeled
+math task); a check that overruns its time limit counts as wrong, and a text with no answer is
+`no_answer`. Generation, judging and pass@k are the harness's (`harness.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay.data import DataError, data_root, records
-from selfplay.eval.passk import pass_at_k_metrics
+from selfplay.eval import harness
+from selfplay.judge import Judge
 from selfplay.mathcheck import extract_answer, gsm8k_gold, math500_gold
+from selfplay.solver import math_prompt
+from selfplay.types import ParseFailure, Task
 
 __all__ = ["MATH_BENCHMARKS", "MathProblem", "default_path", "load_problems", "evaluate"]
 
@@ -33,6 +35,11 @@ class MathProblem:
     id: str
     question: str
     gold: str
+
+    @property
+    def task(self) -> Task:
+        """The problem as a labeled math task, for the judge."""
+        return Task("math", "", ("",), (self.gold,), self.question)
 
 
 def default_path(benchmark: str) -> Path:
@@ -58,31 +65,23 @@ def load_problems(benchmark: str, path: str | Path | None = None, limit: int = 0
     return problems
 
 
-def evaluate(engine, checker, problems, roles, params, ks=(1,), name="math"):
-    """(metrics, per-sample records): `params` are the SamplingParams (generation stops at the
-    end of the answer section unless they name their own stop strings)."""
-    from selfplay.extract import ANSWER_STOP
-    from selfplay.solver import math_prompt
+def evaluate(engine, judge: Judge, problems, roles, params, ks=(1,), name="math"):
+    """(metrics, per-sample records); `params` are the SamplingParams and `judge` needs a math
+    checker."""
+    return harness.evaluate(
+        problems,
+        lambda problem: math_prompt(problem.question, roles),
+        judge,
+        engine=engine,
+        params=params,
+        read=_read,
+        task=lambda problem: problem.task,
+        name=name,
+        ks=ks,
+        row=lambda sample: harness.sample_record(name, sample, gold=sample.problem.gold),
+    )
 
-    params = replace(params, stop=params.stop or ANSWER_STOP)
-    generations = engine.generate([math_prompt(p.question, roles) for p in problems], params)
-    answers = [[extract_answer(c.text) for c in g.completions] for g in generations]
-    pairs = [(p.gold, a) for p, row in zip(problems, answers, strict=True) for a in row]
-    verdicts = iter(checker.check_many(pairs))
-    items, counts = [], []
-    for problem, row in zip(problems, answers, strict=True):
-        judged = [next(verdicts) for _ in row]
-        for sample, (answer, verdict) in enumerate(zip(row, judged, strict=True)):
-            items.append(
-                {
-                    "benchmark": name,
-                    "id": problem.id,
-                    "sample": sample,
-                    "gold": problem.gold,
-                    "answer": answer,
-                    "correct": verdict.ok,
-                    "reason": verdict.reason,
-                }
-            )
-        counts.append((len(row), sum(v.ok for v in judged)))
-    return pass_at_k_metrics(name, counts, ks), items
+
+def _read(problem: MathProblem, completion) -> str | ParseFailure:
+    answer = extract_answer(completion.text)
+    return ParseFailure("no_answer") if answer is None else answer

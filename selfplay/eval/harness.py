@@ -1,0 +1,100 @@
+"""One evaluation loop for every benchmark: generate n samples per problem, read an answer out
+of each, judge all answers in one batch, score pass@k, and keep one record per sample.
+
+A benchmark module (`cruxeval.py`, `math_benchmarks.py`, `code_benchmarks.py`) supplies only
+what is its own:
+
+    prompt(problem)             the prompt the model answers
+    read(problem, completion)   the answer text, or a `ParseFailure` saying why there is none
+    task(problem)               what the answers are judged against (a `Task` for `Judge`)
+    judge                       anything with `judge([(task, answers), ...])` returning one
+                                list of verdicts per item: `selfplay.judge.Judge`, or the code
+                                benchmarks' `CodeTestJudge`
+    row(sample)                 the per-sample record (default: `sample_record`)
+
+Generation stops at the end of the answer section unless the sampling parameters name their
+own stop strings. An answer that could not be read is not judged: its sample is wrong, with the
+parse failure's reason. With n samples per problem pass@1 is the mean share of correct samples
+and pass@k the unbiased estimator (`passk.py`); with n = 1 at temperature 0 it is greedy pass@1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from selfplay.eval.passk import pass_at_k_metrics
+from selfplay.extract import ANSWER_STOP
+from selfplay.types import ParseFailure, Verdict
+
+__all__ = ["Sample", "evaluate", "sample_record"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One judged sample: its problem, its index among the problem's samples, the answer read
+    from it (None when none could be read) and the verdict on that answer."""
+
+    problem: Any
+    index: int
+    answer: str | None
+    verdict: Verdict
+
+
+def sample_record(name: str, sample: Sample, **fields) -> dict:
+    """The usual per-sample record; `fields` (e.g. the gold answer) go before the answer."""
+    return {
+        "benchmark": name,
+        "id": sample.problem.id,
+        "sample": sample.index,
+        **fields,
+        "answer": sample.answer,
+        "correct": sample.verdict.ok,
+        "reason": sample.verdict.reason,
+    }
+
+
+def evaluate(
+    problems: Sequence,
+    prompt: Callable,
+    judge,
+    *,
+    engine,
+    params,
+    read: Callable[[Any, Any], str | ParseFailure],
+    task: Callable,
+    name: str,
+    ks: Sequence[int] = (1,),
+    row: Callable[[Sample], dict] | None = None,
+) -> tuple[dict[str, float], list[dict]]:
+    """(metrics `{name}/pass@{k}`, per-sample records) of `problems`; see the module doc."""
+    params = replace(params, stop=params.stop or ANSWER_STOP)
+    generations = engine.generate([prompt(p) for p in problems], params)
+    answers = [
+        [read(p, c) for c in g.completions] for p, g in zip(problems, generations, strict=True)
+    ]
+    items = [
+        (task(p), [a for a in given if isinstance(a, str)])
+        for p, given in zip(problems, answers, strict=True)
+    ]
+    judged = judge.judge(items)
+    samples = [
+        _samples(p, given, verdicts)
+        for p, given, verdicts in zip(problems, answers, judged, strict=True)
+    ]
+    counts = [(len(own), sum(s.verdict.ok for s in own)) for own in samples]
+    row = row or (lambda s: sample_record(name, s))
+    return pass_at_k_metrics(name, counts, ks), [row(s) for own in samples for s in own]
+
+
+def _samples(problem, answers: list, verdicts: Sequence[Verdict]) -> list[Sample]:
+    """A problem's samples: the judge's verdicts in order, a parse failure's where none was
+    read."""
+    judged = iter(verdicts)
+    return [
+        Sample(problem, i, a, next(judged))
+        if isinstance(a, str)
+        else Sample(problem, i, None, Verdict(False, a.reason, detail=a.detail))
+        for i, a in enumerate(answers)
+    ]
