@@ -199,18 +199,21 @@ class TaskStore:
             current=current,
             seen=key in self.recorded,
         )
-        self.recorded.add(key)
-        if done.ability is not None:
-            self.abilities[step] = done.ability
-        self.index.put(self.index.positions(done.ids), done.state)
-        result = done.result
-        if result.already_recorded:  # a replayed step: the database holds what counts
+        self._mirror(key, done)
+        if done.result.already_recorded:  # a replayed step: the database holds what counts
             self.trajectories.load(self.engine, self.run_id)
         else:
             self.trajectories.add(step, ids, n, k)
         self._p_cache = None
         self._wrote()
-        return result
+        return done.result
+
+    def _mirror(self, key: tuple[int, str], done: writes.Recorded) -> None:
+        """Apply to the in-memory state what a committed `record_attempts` wrote."""
+        self.recorded.add(key)
+        if done.ability is not None:
+            self.abilities[key[0]] = done.ability
+        self.index.put(self.index.positions(done.ids), done.state)
 
     def _wrote(self) -> None:
         if self._checkpointer is not None:
