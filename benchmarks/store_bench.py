@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from selfplay.config import CurriculumConfig
-from selfplay.curriculum import Outcome, Provenance, TaskStore
+from selfplay.curriculum import Provenance, TaskAttempts, TaskStore
 from selfplay.types import Task
 
 
@@ -76,7 +76,9 @@ def steps_phase(store: TaskStore, steps: int, rng: np.random.Generator):
         chosen = rng.choice(len(ids), 4096, replace=False)
         p = 1 / (1 + np.exp(difficulty[chosen] - theta))
         correct = rng.binomial(8, p)
-        outcomes = [Outcome(int(ids[c]), 8, int(k)) for c, k in zip(chosen, correct, strict=True)]
+        outcomes = [
+            TaskAttempts(int(ids[c]), 8, int(k)) for c, k in zip(chosen, correct, strict=True)
+        ]
         t0 = time.perf_counter()
         store.record_attempts(step, f"v{step}", outcomes)
         t1 = time.perf_counter()

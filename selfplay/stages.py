@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from selfplay.curriculum import Outcome, Provenance
+from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import sampling
 from selfplay.extract import ANSWER_STOP
@@ -179,7 +179,7 @@ def verify(run, attempted: list[Attempted], step: int) -> None:
         for a, verdict in zip(math, run.math_checker.check_many(pairs), strict=True):
             a.verdict = verdict
     outcomes = [
-        Outcome(task_id, len(answers), sum(a.outcome == "correct" for a in answers))
+        TaskAttempts(task_id, len(answers), sum(a.outcome == "correct" for a in answers))
         for task_id, answers in by_task.items()
     ]
     if outcomes:

@@ -7,10 +7,16 @@ current solver and draws training batches at the frontier of its ability.
     migrations.py  schema versions: migrate an older database or refuse with a clear message
     difficulty.py  discounted solve-rate posterior + online Rasch model (the math is there)
     sampler.py     learnability shapes, exploration, recent share, type quotas, seeded draws
+    store.py       `TaskStore`, the API the training loop uses, and the only owner of the
+                   run's in-memory state: writes, reads, replay, references and stats are
+                   functions that take what they need and return values, which it applies
+    records.py     what it takes and gives (`Provenance`, `TaskAttempts`, `PoolTask`,
+                   `SolverBatch`, ...) and the task origins (`Origin`, `ORIGINS`)
+    pool.py        `PoolIndex`: the per-task numbers of a run as in-memory numpy columns
+    writes.py      the write transactions, each returning what it wrote
+    reads.py       the queries: the index of a run, task rows by id
+    replay.py      rebuilds the difficulty state in the database from the attempts
     references.py  K diverse frontier tasks per proposer prompt
-    store.py       `TaskStore`, the API the training loop uses; records.py: what it takes/gives
-    pool.py        the per-task numbers of a run as in-memory numpy columns
-    writes.py      its write transactions; reads.py its queries; replay.py rebuilds estimates
     seeds.py       reading CRUXEval, MBPP (mbpp.py), AZR seeds and generic JSONL records
     trajectories.py  each task's solve rate per step over the last steps, from `attempts`
     selection.py   TraPO-style admission of unlabeled tasks by trajectory similarity
@@ -20,7 +26,7 @@ current solver and draws training batches at the frontier of its ability.
     commands.py    `selfplay pool import|export|stats`
 """
 
-__all__ = ["TaskStore", "Provenance", "Outcome", "PoolTask", "Batch", "StoreError"]
+__all__ = ["TaskStore", "Provenance", "TaskAttempts", "PoolTask", "SolverBatch", "StoreError"]
 
 
 def __getattr__(name: str):
@@ -28,7 +34,7 @@ def __getattr__(name: str):
         from selfplay.curriculum import store
 
         return getattr(store, name)
-    if name in ("Provenance", "Outcome", "PoolTask", "Batch"):
+    if name in ("Provenance", "TaskAttempts", "PoolTask", "SolverBatch"):
         from selfplay.curriculum import records
 
         return getattr(records, name)

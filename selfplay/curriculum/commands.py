@@ -25,7 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from selfplay import config as config_module
 from selfplay.curriculum.database import StoreError
-from selfplay.curriculum.pool import ORIGINS
+from selfplay.curriculum.records import ORIGINS
 from selfplay.types import TASK_TYPES
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from selfplay.curriculum import reads
-from selfplay.curriculum.pool import ORIGINS
+from selfplay.curriculum.records import ORIGINS
 from selfplay.types import TASK_TYPES
 
 FORMATS = ("jsonl", "parquet", "hf")
@@ -76,7 +76,7 @@ def records(store, flt: ExportFilter, step: int | None = None) -> Iterator[dict]
         task_ids = ids[chunk].tolist()
         rows, refs = reads.load_rows(store.engine, task_ids, full=True)
         ref_hashes = _hashes(store, {r for v in refs.values() for r in v})
-        for task_id, estimate in zip(task_ids, store._estimates(chunk, step), strict=True):
+        for task_id, estimate in zip(task_ids, store.estimates(task_ids, step), strict=True):
             row = rows[task_id]
             if flt.verified_only and not (row.verification or {}).get("ok"):
                 continue

@@ -56,7 +56,8 @@ def encode_value(v):
 def f(*args, **kwargs):
     return [[encode_value(a) for a in args], [[k, encode_value(v)] for k, v in kwargs.items()]]
 """
-IDENTITY = "def f(x):\n    return x\n"
+# Evaluates a given output expression in the sandbox: its value comes back canonical.
+OUTPUT_EVALUATOR = "def f(x):\n    return x\n"
 
 
 @dataclass
@@ -336,7 +337,7 @@ def _given_outputs(executor, outputs: Sequence[str | None]) -> list[str | Verdic
         except values.ValueRejected:
             out.append(None)
             evaluate.append(i)
-    verdicts = executor.validate([(IDENTITY, outputs[i]) for i in evaluate], "expression")
+    verdicts = executor.validate([(OUTPUT_EVALUATOR, outputs[i]) for i in evaluate], "expression")
     for i, verdict in zip(evaluate, verdicts, strict=True):
         out[i] = (
             verdict.output if verdict.ok else Verdict(False, "not_literal", detail=verdict.detail)

@@ -8,16 +8,16 @@ columns stay sorted by id and an id is found by binary search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from selfplay.types import TASK_TYPES
-
-ORIGINS = ("proposed", "seed", "labeled")
+from selfplay.types import TASK_TYPES, TaskType
 
 COLUMNS: dict[str, type] = {
     "id": np.int64,
     "type": np.int8,  # index into TASK_TYPES
-    "origin": np.int8,  # index into ORIGINS
+    "origin": np.int8,  # index into records.ORIGINS
     "step": np.int64,  # step that produced the task
     "n_answers": np.int64,
     "n_correct": np.int64,
@@ -63,6 +63,15 @@ class PoolIndex:
                 self._data[name][: self.size] = self[name][order]
         self._groups = None
 
+    def take(self, positions: np.ndarray, names=COLUMNS) -> dict[str, np.ndarray]:
+        """The `names` columns at `positions` (copies)."""
+        return {name: self[name][positions] for name in names}
+
+    def put(self, positions: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        """Overwrite the given columns at `positions` (after a write has committed)."""
+        for name, values in columns.items():
+            self[name][positions] = values
+
     def positions(self, ids) -> np.ndarray:
         """Positions of task ids; KeyError for ids this index does not hold."""
         ids = np.asarray(ids, dtype=np.int64)
@@ -73,12 +82,18 @@ class PoolIndex:
             raise KeyError(f"task ids not in this pool: {missing[:5].tolist()}")
         return found
 
-    def groups(self) -> list[np.ndarray]:
-        """Positions of each task type, in TASK_TYPES order (cached until the next append)."""
+    def groups(self, types: Sequence[TaskType] | None = None) -> list[np.ndarray]:
+        """Positions of each task type, in TASK_TYPES order (cached until the next append);
+        with `types`, the groups of the other types are empty."""
         if self._groups is None:
-            types = self["type"]
-            self._groups = [np.flatnonzero(types == i) for i in range(len(TASK_TYPES))]
-        return self._groups
+            column = self["type"]
+            self._groups = [np.flatnonzero(column == i) for i in range(len(TASK_TYPES))]
+        if types is None:
+            return self._groups
+        unknown = set(types) - set(TASK_TYPES)
+        if unknown:
+            raise ValueError(f"unknown task types {sorted(unknown)}; know {TASK_TYPES}")
+        return [g if t in types else g[:0] for t, g in zip(TASK_TYPES, self._groups, strict=True)]
 
     @property
     def max_step(self) -> int:

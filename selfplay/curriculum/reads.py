@@ -9,8 +9,8 @@ from sqlalchemy import BigInteger, Row, case, select
 
 from selfplay.curriculum import database
 from selfplay.curriculum.database import StoreError
-from selfplay.curriculum.pool import ORIGINS, PoolIndex
-from selfplay.curriculum.records import PoolTask, Provenance
+from selfplay.curriculum.pool import PoolIndex
+from selfplay.curriculum.records import ORIGINS, PoolTask, Provenance
 from selfplay.curriculum.schema import TaskReference, TaskRow, TaskStats
 from selfplay.curriculum.writes import COUNTS, STATE, among, chunks
 from selfplay.types import TASK_TYPES, Task

@@ -1,4 +1,4 @@
-"""Records the task pool takes and gives: provenance, pool tasks, outcomes, batches."""
+"""Records the task pool takes and gives: provenance, pool tasks, attempts, solver batches."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from selfplay.curriculum.difficulty import Estimate
 from selfplay.types import Task, Verdict
 
+# Where a task came from (see `Provenance`); the one list of origins the pool knows.
 Origin = Literal["proposed", "seed", "labeled"]
+ORIGINS: tuple[Origin, ...] = get_args(Origin)
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class AddResult:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TaskAttempts:
     """n answers to one task in one step, `correct` of them verified correct."""
 
     task_id: int
@@ -74,7 +76,7 @@ class RecordResult:
 
 
 @dataclass(frozen=True)
-class Batch:
+class SolverBatch:
     """A frontier draw: the tasks and numbers about how they were chosen."""
 
     tasks: tuple[PoolTask, ...]

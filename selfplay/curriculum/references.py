@@ -33,7 +33,7 @@ def jaccard(a: frozenset, b: frozenset) -> float:
 
 
 def choose_references(store, n_prompts: int, step: int, k: int, types, salt: int) -> list[list]:
-    groups = store._groups(types)
+    groups = store.index.groups(types)
     allowed = np.concatenate(groups) if groups else np.empty(0, dtype=np.int64)
     if n_prompts <= 0 or len(allowed) == 0:
         return [[] for _ in range(max(n_prompts, 0))]

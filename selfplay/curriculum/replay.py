@@ -12,22 +12,23 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import delete, insert, select
 
+from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
 from selfplay.curriculum.schema import Ability, Attempt, TaskRow, TaskStats
 from selfplay.curriculum.writes import COUNTS, STATE, write_state
 
 
-def rebuild_estimates(store) -> None:
+def rebuild_estimates(engine, run_id: int, cfg: CurriculumConfig) -> None:
     """Reset the run's difficulty state and abilities and replay its attempts, in one
-    transaction (a reader sees the old state or the new one, never a mix)."""
-    cfg = store.config
-    with database.write(store.engine) as s:
-        ids = np.array(s.scalars(select(TaskRow.id).where(TaskRow.run_id == store.run_id)).all())
+    transaction (a reader sees the old state or the new one, never a mix). Only the database
+    changes: a store reloads its in-memory state afterwards."""
+    with database.write(engine) as s:
+        ids = np.array(s.scalars(select(TaskRow.id).where(TaskRow.run_id == run_id)).all())
         ids = np.sort(ids).astype(np.int64)
         state = {name: np.zeros(len(ids)) for name in (*COUNTS, *STATE)}
         touched = np.zeros(len(ids), dtype=bool)
-        s.execute(delete(TaskStats).where(TaskStats.run_id == store.run_id))
-        s.execute(delete(Ability).where(Ability.run_id == store.run_id))
+        s.execute(delete(TaskStats).where(TaskStats.run_id == run_id))
+        s.execute(delete(Ability).where(Ability.run_id == run_id))
         abilities: dict[int, tuple[float, float, int]] = {}
         query = (
             select(
@@ -38,7 +39,7 @@ def rebuild_estimates(store) -> None:
                 Attempt.correct,
                 Attempt.batch,
             )
-            .where(Attempt.run_id == store.run_id)
+            .where(Attempt.run_id == run_id)
             .order_by(Attempt.batch, Attempt.step, Attempt.id)
         )
         for (step, _), group in _groups(s.execute(query).all()):
@@ -55,9 +56,9 @@ def rebuild_estimates(store) -> None:
             touched[pos] = True
             answers = abilities.get(step, (0, 0, 0))[2] + int(n.sum())
             abilities[step] = (new.theta, new.theta_precision, answers)
-        write_state(s, store.run_id, ids[touched], {c: v[touched] for c, v in state.items()})
+        write_state(s, run_id, ids[touched], {c: v[touched] for c, v in state.items()})
         rows = [
-            {"run_id": store.run_id, "step": st, "theta": t, "precision": p, "n_answers": a}
+            {"run_id": run_id, "step": st, "theta": t, "precision": p, "n_answers": a}
             for st, (t, p, a) in sorted(abilities.items())
         ]
         if rows:

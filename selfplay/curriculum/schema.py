@@ -53,7 +53,7 @@ class Meta(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
-class Run(Base):
+class RunRow(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -84,7 +84,7 @@ class TaskRow(Base):
     n_visible: Mapped[int] = mapped_column(Integer, default=0)
     cpu_s: Mapped[float] = mapped_column(Float, default=0.0)
     # provenance
-    origin: Mapped[str] = mapped_column(String(16))  # proposed | seed | labeled
+    origin: Mapped[str] = mapped_column(String(16))  # one of records.ORIGINS
     source: Mapped[str] = mapped_column(Text, default="")  # proposer, or the imported file
     source_id: Mapped[str] = mapped_column(Text, default="")  # id or line in the source
     step: Mapped[int] = mapped_column(Integer, default=0)  # training step that produced it

@@ -8,7 +8,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from selfplay.curriculum import database
-from selfplay.curriculum.pool import ORIGINS
+from selfplay.curriculum.records import ORIGINS
 from selfplay.curriculum.schema import Attempt
 from selfplay.types import TASK_TYPES
 

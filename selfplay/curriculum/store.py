@@ -6,13 +6,18 @@
     refs = store.references(n_prompts, step)               # K diverse frontier tasks per prompt
     batch = store.sample(512, step)                        # a frontier batch for the solver
     store.selection(step)                                  # TraPO judgement of unlabeled tasks
-    store.record_attempts(step, model_version, outcomes)   # once per (task, step, version)
+    store.record_attempts(step, model_version, attempts)   # once per (task, step, version)
     store.estimates(ids, step); store.ability(step); store.stats(step)
 
 Every write is one transaction: a task and its references, or a step's attempts and the
 difficulty state they imply, appear together or not at all. Recording the same (task, step,
 model version) twice changes nothing the second time, so a resumed run may replay a step.
 One process writes a run at a time; readers (export, stats) may open the same store meanwhile.
+
+The store owns its in-memory state (the `PoolIndex` of per-task numbers, the abilities, the
+recorded (step, model version) keys, the trajectory window): the modules beside it are
+functions that take what they need and return values, and only `TaskStore` changes that
+state, after the database transaction that it mirrors has committed.
 
 Labeled tasks (origin `labeled`) fill `curriculum.labeled_ratio` of each drawn batch when the
 pool has any; with `curriculum.selection=trapo`, unlabeled tasks whose learning trajectory
@@ -32,18 +37,19 @@ from selfplay.curriculum import selection as trapo
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
 from selfplay.curriculum.migrations import ensure_schema
-from selfplay.curriculum.pool import ORIGINS, PoolIndex
+from selfplay.curriculum.pool import PoolIndex
 from selfplay.curriculum.records import (
+    ORIGINS,
     AddResult,
-    Batch,
-    Outcome,
     PoolTask,
     Provenance,
     RecordResult,
+    SolverBatch,
+    TaskAttempts,
 )
-from selfplay.curriculum.schema import Ability, Attempt, Run
+from selfplay.curriculum.schema import Ability, Attempt, RunRow
 from selfplay.curriculum.trajectories import TrajectoryWindow
-from selfplay.types import TASK_TYPES, Task, TaskType
+from selfplay.types import Task, TaskType
 
 
 class TaskStore:
@@ -91,7 +97,7 @@ class TaskStore:
             raise
         self = cls(engine, run_id, run, config)
         if rebuild:
-            replay.rebuild_estimates(self)
+            replay.rebuild_estimates(engine, run_id, config)
         self.reload()
         return self
 
@@ -103,7 +109,7 @@ class TaskStore:
         try:
             ensure_schema(engine)
             with database.read(engine) as s:
-                return list(s.scalars(select(Run.name).order_by(Run.id)))
+                return list(s.scalars(select(RunRow.name).order_by(RunRow.id)))
         finally:
             engine.dispose()
 
@@ -160,30 +166,54 @@ class TaskStore:
         for prov in provenance:
             if prov.references:
                 self.index.positions(prov.references)  # KeyError: not a task of this run
-        result, appended = writes.add_tasks(self, tasks, provenance, verifications)
+        result, appended = writes.add_tasks(
+            self.engine, self.run_id, tasks, provenance, verifications
+        )
         self.index.append(appended)
         self._p_cache = None
         self._wrote()
         return result
 
     def record_attempts(
-        self, step: int, model_version: str, outcomes: Iterable[Outcome | tuple[int, int, int]]
+        self,
+        step: int,
+        model_version: str,
+        attempts: Iterable[TaskAttempts | tuple[int, int, int]],
     ) -> RecordResult:
         """Record how many answers each task got at `step` and how many were correct.
 
-        Outcomes for the same task in one call are summed. A (task, step, model_version) that
+        Attempts at the same task in one call are summed. A (task, step, model_version) that
         is already recorded is ignored: record all of a step's answers to a task in one call.
         """
-        ids, n, k = _aggregate(outcomes)
-        self.index.positions(ids)  # KeyError for tasks outside this run
-        result = writes.record_attempts(self, step, model_version, ids, n, k)
-        if result.already_recorded:  # a replayed step: the database holds what counts
+        ids, n, k = _aggregate(attempts)
+        key = (step, model_version)
+        current = self.index.take(self.index.positions(ids), (*writes.COUNTS, *writes.STATE))
+        done = writes.record_attempts(
+            self.engine,
+            self.run_id,
+            self.config,
+            key,
+            ids,
+            n,
+            k,
+            current=current,
+            seen=key in self.recorded,
+        )
+        self._mirror(key, done)
+        if done.result.already_recorded:  # a replayed step: the database holds what counts
             self.trajectories.load(self.engine, self.run_id)
         else:
             self.trajectories.add(step, ids, n, k)
         self._p_cache = None
         self._wrote()
-        return result
+        return done.result
+
+    def _mirror(self, key: tuple[int, str], done: writes.Recorded) -> None:
+        """Apply to the in-memory state what a committed `record_attempts` wrote."""
+        self.recorded.add(key)
+        if done.ability is not None:
+            self.abilities[key[0]] = done.ability
+        self.index.put(self.index.positions(done.ids), done.state)
 
     def _wrote(self) -> None:
         if self._checkpointer is not None:
@@ -192,7 +222,7 @@ class TaskStore:
     def rebuild_estimates(self) -> None:
         """Recompute all difficulty state by replaying the recorded attempts in step order
         (after a change of `discount` or of the Rasch settings, or a migration)."""
-        replay.rebuild_estimates(self)
+        replay.rebuild_estimates(self.engine, self.run_id, self.config)
         self.reload()
 
     # -- estimates ----------------------------------------------------------------------------
@@ -239,7 +269,7 @@ class TaskStore:
     def _estimates(self, positions: np.ndarray, step: int | None) -> list[Estimate]:
         step = self.last_step if step is None else step
         ix, cfg = self.index, self.config
-        pick = {name: ix[name][positions] for name in ix._data}
+        pick = ix.take(positions)
         w = difficulty.decay(cfg, pick["last_step"], step)
         theta, theta_sd = self.ability(step)
         var_b = difficulty.difficulty_variance(cfg, pick["difficulty_precision"])
@@ -267,7 +297,7 @@ class TaskStore:
         *,
         salt: int = 0,
         types: Sequence[TaskType] | None = None,
-    ) -> Batch:
+    ) -> SolverBatch:
         """A frontier batch of up to n distinct tasks for the solver (see `sampler.py`).
 
         The same pool, step and salt give the same batch; use another salt for a second,
@@ -280,7 +310,7 @@ class TaskStore:
         if self.config.selection == "trapo":
             chosen = self.selection(step)
             weights[self.index.positions(chosen.rejected)] = 0.0
-        groups = self._groups(types)
+        groups = self.index.groups(types)
         labeled = self.index["origin"] == ORIGINS.index("labeled")
         rng = sampler.generator(self.config, step, salt, stream=0)
         positions = self._draw_split(n, weights, groups, labeled, step, rng)
@@ -294,7 +324,7 @@ class TaskStore:
         )
         if chosen is not None:
             metrics.update(chosen.metrics())
-        return Batch(tuple(tasks), step, n, metrics, chosen)
+        return SolverBatch(tuple(tasks), step, n, metrics, chosen)
 
     def _draw_split(self, n, weights, groups, labeled, step, rng) -> np.ndarray:
         """Positions of a batch: `labeled_ratio` of it from labeled tasks when any are
@@ -349,15 +379,6 @@ class TaskStore:
         step = self.last_step if step is None else step
         return choose_references(self, n_prompts, step, k or self.config.references, types, salt)
 
-    def _groups(self, types: Sequence[TaskType] | None) -> list[np.ndarray]:
-        groups = self.index.groups()
-        if types is None:
-            return groups
-        unknown = set(types) - set(TASK_TYPES)
-        if unknown:
-            raise ValueError(f"unknown task types {sorted(unknown)}; know {TASK_TYPES}")
-        return [g if t in types else g[:0] for t, g in zip(TASK_TYPES, groups, strict=True)]
-
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, ids: Sequence[int], step: int | None = None) -> list[PoolTask]:
@@ -388,9 +409,9 @@ def _members(group: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return at[found]
 
 
-def _aggregate(outcomes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _aggregate(attempts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(task ids, answers, correct answers), summed per task, ids ascending."""
-    rows = [(o.task_id, o.n, o.correct) if isinstance(o, Outcome) else o for o in outcomes]
+    rows = [(a.task_id, a.n, a.correct) if isinstance(a, TaskAttempts) else a for a in attempts]
     table = np.array(rows, dtype=np.int64).reshape(-1, 3)
     bad = (table[:, 1] <= 0) | (table[:, 2] < 0) | (table[:, 2] > table[:, 1])
     if bad.any():

@@ -1,5 +1,8 @@
 """The task pool's database work: each function is one transaction, fast at a million tasks.
 
+The functions take the run's engine and id and what they need of the in-memory state, and
+return what they wrote; `TaskStore` applies that to its own state once they have committed.
+
 Bulk statements are SQLAlchemy Core statements on the ORM's tables, executed as one
 executemany each (never one round trip per task); ids of new tasks are reserved up front so
 that no statement needs RETURNING, which SQLite would answer one row at a time.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import (
@@ -27,16 +31,24 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
 from selfplay.curriculum.database import StoreError
-from selfplay.curriculum.pool import ORIGINS
 from selfplay.curriculum.records import (
+    ORIGINS,
     AddResult,
     Provenance,
     RecordResult,
     content_hash,
 )
-from selfplay.curriculum.schema import Ability, Attempt, Run, TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.schema import (
+    Ability,
+    Attempt,
+    RunRow,
+    TaskReference,
+    TaskRow,
+    TaskStats,
+)
 from selfplay.types import TASK_TYPES, Task
 
 CHUNK = 5000  # values per lookup or statement: bounds the size of one SQL parameter
@@ -61,11 +73,11 @@ def chunks(items: Sequence, size: int = CHUNK):
 
 def find_or_create_run(engine, name: str, create: bool, config: dict | None = None) -> int:
     with database.write(engine) as s:
-        run_id = s.scalar(select(Run.id).where(Run.name == name))
+        run_id = s.scalar(select(RunRow.id).where(RunRow.name == name))
         if run_id is None:
             if not create:
                 raise StoreError(f"the store has no run named {name!r}")
-            run = Run(name=name, config=config)
+            run = RunRow(name=name, config=config)
             s.add(run)
             s.flush()
             run_id = run.id
@@ -98,23 +110,23 @@ def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -
     }
 
 
-def add_tasks(store, tasks, provenance, verifications) -> tuple[AddResult, dict]:
+def add_tasks(
+    engine, run_id: int, tasks, provenance, verifications
+) -> tuple[AddResult, dict[str, np.ndarray]]:
     """Insert the tasks not yet in the run; returns the result and the index rows to append."""
     hashes = [content_hash(t) for t in tasks]
     first: dict[str, int] = {}
     for i, digest in enumerate(hashes):
         first.setdefault(digest, i)
-    with database.write(store.engine) as s:
+    with database.write(engine) as s:
         ids: dict[str, int] = {}
         for chunk in chunks(list(first)):
             query = select(TaskRow.hash, TaskRow.id).where(
-                TaskRow.run_id == store.run_id, among(s, TaskRow.hash, chunk, String)
+                TaskRow.run_id == run_id, among(s, TaskRow.hash, chunk, String)
             )
             ids.update(s.execute(query).all())
         new = [i for digest, i in first.items() if digest not in ids]
-        rows = [
-            _row(store.run_id, tasks[i], hashes[i], provenance[i], verifications[i]) for i in new
-        ]
+        rows = [_row(run_id, tasks[i], hashes[i], provenance[i], verifications[i]) for i in new]
         if rows:
             new_ids = _reserve_ids(s, len(rows))
             for row, task_id in zip(rows, new_ids, strict=True):
@@ -165,22 +177,68 @@ def _index_rows(ids, hashes, new, tasks, provenance) -> dict:
 # -- attempts ---------------------------------------------------------------------------------
 
 
-def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[int]:
+@dataclass(frozen=True)
+class Recorded:
+    """What one `record_attempts` transaction wrote, for the store to mirror in memory."""
+
+    result: RecordResult
+    ids: np.ndarray  # the tasks whose difficulty state changed, ascending
+    state: dict[str, np.ndarray]  # their new columns (COUNTS and STATE)
+    ability: tuple[float, float, int] | None  # the step's (theta, precision, answers) if changed
+
+
+def record_attempts(
+    engine,
+    run_id: int,
+    config: CurriculumConfig,
+    key: tuple[int, str],
+    ids,
+    n,
+    k,
+    *,
+    current: dict[str, np.ndarray],
+    seen: bool,
+) -> Recorded:
+    """Record n answers, k correct, to each task of `ids` (ascending) at one (step, model
+    version) `key`, and the difficulty state they imply, in one transaction.
+
+    `current` holds the tasks' columns (COUNTS and STATE) from the store's index, which
+    mirrors the database because one process records attempts for a run (reading them back
+    would cost a random lookup per task). `seen`: the run has recorded attempts for `key`
+    before, so some may be there already (a replayed step).
+    """
+    step = key[0]
+    with database.write(engine) as s:
+        inserted = _insert_attempts(s, run_id, key, ids, n, k, seen)
+        keep = np.fromiter((t in inserted for t in ids.tolist()), dtype=bool, count=len(ids))
+        state, ability = {}, None
+        if keep.any():
+            prior = _step_ability(s, run_id, config, step)
+            part = {name: column[keep] for name, column in current.items()}
+            state, (theta, precision) = _apply(config, step, n[keep], k[keep], part, prior)
+            write_state(s, run_id, ids[keep], state, part["n_answers"] > 0)
+            answers = _upsert_ability(s, run_id, step, theta, precision, int(n[keep].sum()))
+            ability = (theta, precision, answers)
+    result = RecordResult(int(keep.sum()), int(len(ids) - keep.sum()))
+    return Recorded(result, ids[keep], state, ability)
+
+
+def _insert_attempts(s, run_id: int, key, ids, n, k, seen: bool) -> set[int]:
     """Insert attempt rows whose (task, step, model version) is new; returns their task ids.
 
     Existing keys are looked up first, so that the insert is a plain executemany (fast on both
     back-ends); ON CONFLICT DO NOTHING still guards the unique key against a concurrent writer.
-    The lookup is skipped for a (step, model version) this run has never recorded, the usual
-    case: only a replayed step can collide.
+    The lookup is skipped for a (step, model version) this run has never recorded (`seen`
+    false), the usual case: only a replayed step can collide.
     """
+    step, model_version = key
     batch = s.execute(
-        update(Run)
-        .where(Run.id == store.run_id)
-        .values(batches=Run.batches + 1)
-        .returning(Run.batches)
+        update(RunRow)
+        .where(RunRow.id == run_id)
+        .values(batches=RunRow.batches + 1)
+        .returning(RunRow.batches)
     ).scalar_one()
     existing: set[int] = set()
-    seen = (step, model_version) in store.recorded
     for chunk in chunks(ids.tolist()) if seen else ():
         query = select(Attempt.task_id).where(
             among(s, Attempt.task_id, chunk, BigInteger),
@@ -195,7 +253,7 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
     )
     rows = [
         {
-            "run_id": store.run_id,
+            "run_id": run_id,
             "task_id": t,
             "step": step,
             "model_version": model_version,
@@ -207,33 +265,37 @@ def _insert_attempts(s, store, step: int, model_version: str, ids, n, k) -> set[
         if t not in existing
     ]
     executemany(s, statement, rows)
-    store.recorded.add((step, model_version))  # if the transaction fails: one lookup too many
     return {row["task_id"] for row in rows}
 
 
-def record_attempts(store, step: int, model_version: str, ids, n, k) -> RecordResult:
-    with database.write(store.engine) as s:
-        inserted = _insert_attempts(s, store, step, model_version, ids, n, k)
-        keep = np.fromiter((t in inserted for t in ids.tolist()), dtype=bool, count=len(ids))
-        if keep.any():
-            ability = _step_ability(s, store, step)
-            state = _apply(s, store, step, ids[keep], n[keep], k[keep], ability)
-    if keep.any():
-        _apply_to_index(store, ids[keep], state)
-    return RecordResult(int(keep.sum()), int(len(ids) - keep.sum()))
-
-
-def _step_ability(s, store, step: int) -> tuple[float, float]:
+def _step_ability(s, run_id: int, config: CurriculumConfig, step: int) -> tuple[float, float]:
     """The prior of this step's theta: its own belief so far, else the latest earlier one's."""
     rows = s.execute(
         select(Ability.step, Ability.theta, Ability.precision)
-        .where(Ability.run_id == store.run_id, Ability.step <= step)
+        .where(Ability.run_id == run_id, Ability.step <= step)
         .order_by(Ability.step.desc())
         .limit(1)
     ).first()
     if rows is not None and rows.step == step:
         return rows.theta, rows.precision
-    return difficulty.ability_prior(store.config, tuple(rows) if rows else None, step)
+    return difficulty.ability_prior(config, tuple(rows) if rows else None, step)
+
+
+def _apply(config, step: int, n, k, current: dict, prior) -> tuple[dict, tuple[float, float]]:
+    """Both models' update of the tasks' columns after n answers, k correct, at `step`; returns
+    the new columns and the step's new ability belief (theta, precision)."""
+    state = {name: column.astype(np.float64) for name, column in current.items()}
+    new = difficulty.apply_batch(config, state, step, n, k, prior)
+    columns = {
+        "n_answers": state["n_answers"] + n,
+        "n_correct": state["n_correct"] + k,
+        "succ": new.succ,
+        "fail": new.fail,
+        "last_step": new.last_step,
+        "difficulty": new.difficulty,
+        "difficulty_precision": new.precision,
+    }
+    return columns, (new.theta, new.theta_precision)
 
 
 def executemany(s, statement, rows: list[dict]) -> None:
@@ -253,10 +315,6 @@ def executemany(s, statement, rows: list[dict]) -> None:
     else:
         params = rows
     conn.exec_driver_sql(str(compiled), params)
-
-
-def _dialect_insert(s, model):
-    return (pg_insert if s.get_bind().dialect.name == "postgresql" else sqlite_insert)(model)
 
 
 def write_state(
@@ -286,43 +344,13 @@ def write_state(
         executemany(s, insert(table), chunk)
 
 
-def _apply(s, store, step: int, ids, n, k, ability) -> dict[str, np.ndarray]:
-    """Apply both models to the tasks' state and write it back. The state comes from the
-    store's index, which mirrors the database because one process records attempts for a run
-    (reading it back would cost a random lookup per task)."""
-    pos = store.index.positions(ids)
-    state = {name: store.index[name][pos].astype(np.float64) for name in (*COUNTS, *STATE)}
-    exists = state["n_answers"] > 0  # a task gets its stats row with its first answers
-    new = difficulty.apply_batch(store.config, state, step, n, k, ability)
-    state = {
-        "n_answers": state["n_answers"] + n,
-        "n_correct": state["n_correct"] + k,
-        "succ": new.succ,
-        "fail": new.fail,
-        "last_step": new.last_step,
-        "difficulty": new.difficulty,
-        "difficulty_precision": new.precision,
-    }
-    write_state(s, store.run_id, ids, state, exists)
-    _upsert_ability(s, store, step, new.theta, new.theta_precision, int(n.sum()))
-    return state
-
-
-def _upsert_ability(s, store, step: int, theta: float, precision: float, answers: int) -> None:
-    row = s.get(Ability, (store.run_id, step))
+def _upsert_ability(s, run_id: int, step: int, theta, precision, answers: int) -> int:
+    """Set the step's ability belief, adding `answers` to its count; returns the new count."""
+    row = s.get(Ability, (run_id, step))
     if row is None:
-        row = Ability(
-            run_id=store.run_id, step=step, theta=theta, precision=precision, n_answers=answers
-        )
+        row = Ability(run_id=run_id, step=step, theta=theta, precision=precision, n_answers=answers)
         s.add(row)
     else:
         row.theta, row.precision, row.n_answers = theta, precision, row.n_answers + answers
     s.flush()
-    store.abilities[step] = (theta, precision, row.n_answers)
-
-
-def _apply_to_index(store, ids, state: dict[str, np.ndarray]) -> None:
-    ix = store.index
-    pos = ix.positions(ids)
-    for name, values in state.items():
-        ix[name][pos] = values
+    return row.n_answers

@@ -6,7 +6,7 @@ import numpy as np
 from pool_helpers import task
 
 from selfplay.config import CurriculumConfig
-from selfplay.curriculum import Outcome, Provenance, TaskStore
+from selfplay.curriculum import Provenance, TaskAttempts, TaskStore
 
 
 def test_rasch_fit_recovers_simulated_abilities_and_difficulties(store_url):
@@ -22,7 +22,9 @@ def test_rasch_fit_recovers_simulated_abilities_and_difficulties(store_url):
             p = 1 / (1 + np.exp(true_b[chosen] - true_theta[step]))
             correct = rng.binomial(8, p)
             store.record_attempts(
-                step, f"v{step}", [Outcome(int(ids[c]), 8, int(k)) for c, k in zip(chosen, correct)]
+                step,
+                f"v{step}",
+                [TaskAttempts(int(ids[c]), 8, int(k)) for c, k in zip(chosen, correct)],
             )
         estimates = store.estimates(ids.tolist(), step=n_steps - 1)
         est_b = np.array([e.difficulty for e in estimates])

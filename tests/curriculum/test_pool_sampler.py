@@ -67,8 +67,7 @@ def test_new_tasks_are_explored_and_recent_share_holds(store_url):
         assert batch.metrics["curriculum/recent_fraction"] == fresh / 12
         # with no exploration a never-attempted task still competes only by its estimate
         strict = CurriculumConfig(explore_weight=0.0, recent_share=0.0, shape="rzero_band")
-        store.config = strict
-        store._p_cache = None
+    with TaskStore.open(store_url, run="r", config=strict) as store:
         assert all(
             t.estimate.n_answers > 0 or 0.3 <= t.estimate.p <= 0.8
             for t in store.sample(30, step=5).tasks

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from selfplay.config import CurriculumConfig
-from selfplay.curriculum import Outcome, Provenance, TaskStore
-from selfplay.curriculum.pool import ORIGINS
+from selfplay.curriculum import Provenance, TaskAttempts, TaskStore
+from selfplay.curriculum.records import ORIGINS
 from selfplay.curriculum.sampler import learnability
 from selfplay.types import Task
 
@@ -57,7 +57,7 @@ def _simulate(store: TaskStore, seed: int = 0) -> dict[int, str]:
             p = {"flat0": 0.0, "flat1": 1.0, "noisy": rng.random(), "wrong_label": 1.0 - p}.get(
                 kind.get(task_id, "good"), p
             )
-            outcomes.append(Outcome(task_id, 8, int(rng.binomial(8, p))))
+            outcomes.append(TaskAttempts(task_id, 8, int(rng.binomial(8, p))))
         store.record_attempts(step, f"step{step - 1}", outcomes)
     return kind
 
@@ -139,8 +139,8 @@ def test_selection_decides_what_is_drawn_and_survives_reopening(store_url, trapo
 def test_replayed_step_does_not_count_twice(tmp_path, trapo_config):
     store = TaskStore.open(str(tmp_path / "pool.sqlite"), "r", trapo_config)
     ids = store.add_tasks([_task(i) for i in range(3)], Provenance("proposed", 0)).ids
-    store.record_attempts(1, "v0", [Outcome(i, 4, 1) for i in ids])
-    store.record_attempts(1, "v0", [Outcome(i, 4, 4) for i in ids])  # ignored by the store
+    store.record_attempts(1, "v0", [TaskAttempts(i, 4, 1) for i in ids])
+    store.record_attempts(1, "v0", [TaskAttempts(i, 4, 4) for i in ids])  # ignored by the store
     traj = store.trajectories.matrix(1)
     assert traj.answers[:, -1].tolist() == [4, 4, 4] and traj.correct[:, -1].tolist() == [1, 1, 1]
     store.close()
@@ -215,7 +215,7 @@ def test_without_labeled_answers_nothing_is_judged(tmp_path, trapo_config):
     ids = store.add_tasks([_task(i) for i in range(6)], Provenance("proposed", 0)).ids
     rng = np.random.default_rng(0)
     for step in range(1, 9):
-        store.record_attempts(step, "v", [Outcome(i, 4, int(rng.integers(0, 5))) for i in ids])
+        store.record_attempts(step, "v", [TaskAttempts(i, 4, int(rng.integers(0, 5))) for i in ids])
     chosen = store.selection(8)
     assert chosen.admitted.all() and set(chosen.reasons) == {"no_reference"}
     assert len(store.sample(6, 8)) == 6

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pool_helpers import task
 
-from selfplay.curriculum import Outcome, Provenance, TaskStore
+from selfplay.curriculum import Provenance, TaskAttempts, TaskStore
 from selfplay.types import Task
 
 
@@ -32,12 +32,12 @@ def test_a_new_run_keeps_its_configuration(store_url):
     import sqlalchemy as sa
 
     from selfplay.curriculum.database import resolve_url
-    from selfplay.curriculum.schema import Run
+    from selfplay.curriculum.schema import RunRow
 
     TaskStore.open(store_url, run="cfg", run_config={"curriculum": {"shape": "azr"}}).close()
     engine = sa.create_engine(resolve_url(store_url, "cfg"))
     with engine.connect() as conn:
-        stored = conn.execute(sa.select(Run.config).where(Run.name == "cfg")).scalar_one()
+        stored = conn.execute(sa.select(RunRow.config).where(RunRow.name == "cfg")).scalar_one()
     engine.dispose()
     assert stored == {"curriculum": {"shape": "azr"}}
 
@@ -65,8 +65,8 @@ def test_provenance_and_references_round_trip(store_url, config):
 def test_attempts_are_recorded_once_per_task_step_and_version(store_url, config):
     with TaskStore.open(store_url, run="r", config=config) as store:
         ids = store.add_tasks([task(i) for i in range(3)], Provenance()).ids
-        first = store.record_attempts(1, "v1", [Outcome(ids[0], 8, 2), (ids[1], 4, 4)])
-        replay = store.record_attempts(1, "v1", [Outcome(ids[0], 8, 8), (ids[2], 8, 1)])
+        first = store.record_attempts(1, "v1", [TaskAttempts(ids[0], 8, 2), (ids[1], 4, 4)])
+        replay = store.record_attempts(1, "v1", [TaskAttempts(ids[0], 8, 8), (ids[2], 8, 1)])
         assert (first.recorded, replay.recorded, replay.already_recorded) == (2, 1, 1)
         store.record_attempts(1, "v2", [(ids[0], 8, 5)])  # another model version counts
         [e0, e1, e2] = store.estimates(ids)
