@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import torch
 import yaml
 
-from selfplay import stages
+from selfplay import semi, stages
 from selfplay.config import Config, to_dict
 from selfplay.curriculum import Provenance
 from selfplay.engine import make_engine
@@ -137,7 +137,6 @@ def open_run(config: Config) -> tuple[Run, int]:
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    from selfplay import semi
     from selfplay.curriculum import TaskStore
     from selfplay.executor import Executor
 
