@@ -60,8 +60,9 @@ _STEPS_PER_SEED = 1_000_003
 _STAGE_SLOTS = 16
 _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE = 0, 1, 2
 
-# The pool draws for one step are seeded by (step, salt). The references of task type k use
-# salt k; the programs induction proposals write inputs for use salts from here on, apart.
+# The pool draws of a step are seeded by (step, salt). The references of the k-th task type
+# use salt k; the programs that induction proposals write inputs for use 101 + k, so that the
+# two draws never share a seed.
 _PROGRAM_SALT = 101
 
 
