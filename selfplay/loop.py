@@ -15,43 +15,72 @@ adds and counts nothing twice, and nothing committed is lost.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import torch
 import yaml
 
-from selfplay import stages
+from selfplay import semi, stages
 from selfplay.config import Config, to_dict
+from selfplay.curriculum import Provenance
+from selfplay.engine import make_engine
+from selfplay.engine.model import load_model
+from selfplay.judge import Judge
+from selfplay.mathcheck import MathChecker
+from selfplay.progress import Progress
 from selfplay.step import StageTimer, step_metrics
+from selfplay.trainer.checkpoint import Checkpoints
+from selfplay.trainer.metrics import MetricsLogger
+from selfplay.types import Task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from accelerate import Accelerator
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.curriculum.importer import ImportReport
+    from selfplay.engine.base import Engine
+    from selfplay.eval.in_loop import InLoopEval
+    from selfplay.executor import Executor
+    from selfplay.semi import SelectionLog
 
 __all__ = ["Run", "open_run", "run_step", "run"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     """Everything a run holds; the stages read and use it."""
 
     config: Config
     folder: Path
-    accelerator: object
-    model: object
-    tokenizer: object
-    optimizer: object
-    scheduler: object
-    engine: object
-    executor: object
-    store: object
-    update_settings: object
+    accelerator: Accelerator
+    model: PreTrainedModel  # the trained policy, wrapped by the accelerator
+    tokenizer: PreTrainedTokenizerBase
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    engine: Engine
+    executor: Executor
+    store: TaskStore
     pad_id: int
     version: str = "step0"  # the weights that generate the current step's samples
-    on_stage: object = None  # called with each stage's name as it starts (progress display)
-    evaluator: object = None  # `eval.in_loop.InLoopEval`, made at the first evaluation
-    reference: object = None  # frozen initial policy of the KL term (trainer.kl_coef > 0)
-    math_checker: object = None  # judges math tasks' answers (its workers start on first use)
-    imports: list | None = None  # reports of the labeled sets imported at the start
-    selection_log: object = None  # `semi.SelectionLog` when curriculum.selection is trapo
+    on_stage: Callable[[str], None] | None = None  # told each stage's name as it starts
+    evaluator: InLoopEval | None = None  # made at the first evaluation
+    reference: PreTrainedModel | None = None  # frozen initial policy of the KL term
+    math_checker: MathChecker | None = None  # judges math answers (workers start on first use)
+    imports: list[ImportReport] | None = None  # reports of the labeled sets imported at the start
+    selection_log: SelectionLog | None = None  # when curriculum.selection is trapo
+
+    @property
+    def judge(self) -> Judge:
+        """Judges the solver's answers: the executor, or the math checker for math tasks."""
+        return Judge(self.executor, self.math_checker)
 
 
 def run_step(run: Run, step: int) -> dict[str, float]:
@@ -61,22 +90,23 @@ def run_step(run: Run, step: int) -> dict[str, float]:
     with timer("propose"):
         proposed = stages.propose(run, step)
     with timer("validate"):
-        stages.validate(run, proposed)
+        validated = stages.validate(run, proposed)
     with timer("store"):
-        stages.store_tasks(run, proposed, step)
+        stored = stages.store_tasks(run, validated, step)
     with timer("sample"):
         batch, pool = stages.sample(run, step)
     with timer("solve"):
-        attempted = stages.solve(run, proposed, batch, step)
+        attempted = stages.solve(run, stored, batch, step)
     with timer("verify"):
-        stages.verify(run, attempted, step)
+        judged = stages.verify(run, attempted, step)
     with timer("reward"):
-        rollouts, advantages = stages.reward(run, proposed, attempted)
+        rates = stages.solve_rates(stored, judged)
+        rollouts = stages.reward(run, stored, rates, judged)
     with timer("update"):
-        update = stages.update(run, rollouts, advantages)
+        update = stages.update(run, rollouts)
     with timer("sync"):
         stages.sync(run)
-    metrics = step_metrics(run, proposed, attempted, batch, rollouts, advantages, update, timer)
+    metrics = step_metrics(run, stored, judged, rates, batch, rollouts, update, timer)
     return {**pool, **metrics}
 
 
@@ -108,19 +138,13 @@ def _save_config(config: Config, folder: Path) -> None:
 
 def open_run(config: Config) -> tuple[Run, int]:
     """Build (or resume) a run; returns it and the first step to run."""
-    import torch
+    # accelerate, the store's SQLAlchemy and the executor's RestrictedPython load only when a
+    # run opens: importing the loop (for `Run`, or the CLI's help) stays quick
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    from selfplay import semi
     from selfplay.curriculum import TaskStore
-    from selfplay.engine import make_engine
-    from selfplay.engine.model import load_model
     from selfplay.executor import Executor
-    from selfplay.mathcheck import MathChecker
-    from selfplay.trainer.checkpoint import Checkpoints
-    from selfplay.trainer.loss import LossSettings
-    from selfplay.trainer.update import UpdateSettings
 
     labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
     folder = run_folder(config)
@@ -154,29 +178,21 @@ def open_run(config: Config) -> tuple[Run, int]:
     engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
     if latest is not None:
         engine.load_weights(accelerator.unwrap_model(model))
-    settings = UpdateSettings(
-        t.micro_batch,
-        t.mini_batches,
-        t.ppo_epochs,
-        t.max_grad_norm,
-        LossSettings(t.clip_low, t.clip_high, t.aggregation, t.kl_coef),
-    )
     run = Run(
-        config,
-        folder,
-        accelerator,
-        model,
-        tokenizer,
-        optimizer,
-        scheduler,
-        engine,
-        executor,
-        store,
-        settings,
-        tokenizer.pad_token_id,
+        config=config,
+        folder=folder,
+        accelerator=accelerator,
+        model=model,
+        tokenizer=tokenizer,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        engine=engine,
+        executor=executor,
+        store=store,
+        pad_id=tokenizer.pad_token_id,
+        reference=reference,
+        math_checker=MathChecker(config.mathcheck),
     )
-    run.reference = reference
-    run.math_checker = MathChecker(config.mathcheck)
     run.imports = semi.import_labeled(
         store,
         executor,
@@ -196,8 +212,6 @@ def open_run(config: Config) -> tuple[Run, int]:
 def _reference(model):
     """A frozen copy of the initial weights, for the KL penalty. A resumed run gets the
     weights the run started from again (the model folder it names), not the checkpoint."""
-    import copy
-
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference
@@ -206,23 +220,21 @@ def _reference(model):
 def _mixed_precision(setting: str) -> str:
     if setting != "auto":
         return setting
-    import torch
-
     return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
 
 
-IDENTITY = ("def f(a):\n    return a", "'Hello World'")
+# AZR's seed task (program, input): the pool's first task in zero-data mode
+IDENTITY_SEED = ("def f(a):\n    return a", "'Hello World'")
 
 
 def _seed_pool(run: Run) -> None:
     """Zero-data mode starts from AZR's single seed task: the identity function."""
     if len(run.store) or not run.config.selfplay.seed_identity:
         return
-    from selfplay.curriculum import Provenance
-    from selfplay.types import Task
-
-    [verdict] = run.executor.validate([IDENTITY])
-    task = Task("deduction", IDENTITY[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s)
+    [verdict] = run.executor.validate([IDENTITY_SEED])
+    task = Task(
+        "deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s
+    )
     run.store.add_tasks([task], Provenance("seed", 0, "", "identity"))
 
 
@@ -242,10 +254,6 @@ def close_run(run: Run) -> None:
 
 def run(config: Config, out=sys.stdout) -> Path:
     """Run (or resume) the configured number of steps; returns the run folder."""
-    from selfplay.progress import Progress
-    from selfplay.trainer.checkpoint import Checkpoints
-    from selfplay.trainer.metrics import MetricsLogger
-
     state, start = open_run(config)
     cfg = state.config
     checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints)
@@ -279,7 +287,7 @@ def run(config: Config, out=sys.stdout) -> Path:
 
 
 def _evaluate(state: Run, step: int) -> dict[str, float]:
-    from selfplay.eval.in_loop import InLoopEval
+    from selfplay.eval.in_loop import InLoopEval  # the benchmarks load only for runs that evaluate
 
     if state.evaluator is None:
         state.evaluator = InLoopEval(state.config, state.executor, state.math_checker)

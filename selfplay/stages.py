@@ -1,5 +1,8 @@
 """The nine stages of a step, one function each, in data-flow order (see `loop.run_step`).
 
+Each stage takes the run and the frozen records of the stages before it and returns new
+records (`selfplay.types`); none changes a record it was given.
+
 propose   the model writes tasks: per task type, prompts with K references from the pool
           (induction prompts also get a program from the pool to write inputs for)
 validate  the executor checks each proposal (a math task's `f()` must return a number); a valid
@@ -18,30 +21,58 @@ sync      the generation engine gets the new weights
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import torch
 
 from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import sampling
 from selfplay.extract import ANSWER_STOP
-from selfplay.proposer import math_verdict, parse_proposal, proposer_prompt, task_from
+from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.solver import parse_answer, solver_prompt
-from selfplay.step import Attempted, Proposed
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
-from selfplay.types import Answer, Proposal, Rollout
+from selfplay.types import (
+    Answer,
+    Attempted,
+    Judged,
+    Proposal,
+    Proposed,
+    Rollout,
+    Stored,
+    Task,
+    Validated,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from selfplay.loop import Run
 
 _PROGRAM_TYPES = ("deduction", "abduction")
 
+# Generation seeds: one per (run seed, step, generating stage). A prime larger than any run's
+# step count keeps (seed, step) pairs apart; each step has room for STAGE_SLOTS stages.
+_STEPS_PER_SEED = 1_000_003
+_STAGE_SLOTS = 16
+_PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE = 0, 1, 2
 
-def _seed(run, step: int, stage: int) -> int:
+# The pool draws of a step are seeded by (step, salt). The references of the k-th task type
+# use salt k; the programs that induction proposals write inputs for use 101 + k, so that the
+# two draws never share a seed.
+_PROGRAM_SALT = 101
+
+
+def _seed(run: Run, step: int, stage: int) -> int:
     """A generation seed that depends only on the run seed, the step and the stage, so that
     a resumed run regenerates what the lost step generated."""
-    return (run.config.run.seed * 1_000_003 + step) * 16 + stage
+    return (run.config.run.seed * _STEPS_PER_SEED + step) * _STAGE_SLOTS + stage
 
 
-def propose(run, step: int) -> list[Proposed]:
+def propose(run: Run, step: int) -> tuple[Proposed, ...]:
     cfg = run.config
     prompts, meta = [], []
     for salt, task_type in enumerate(cfg.selfplay.task_types):
@@ -49,10 +80,10 @@ def propose(run, step: int) -> list[Proposed]:
         induction = task_type == "induction"
         programs: list[str | None] = [None] * n
         if induction:
-            drawn = run.store.sample(n, step, types=_PROGRAM_TYPES, salt=101 + salt).tasks
-            if not drawn:
+            draw = run.store.sample(n, step, types=_PROGRAM_TYPES, salt=_PROGRAM_SALT + salt)
+            if not draw.tasks:
                 continue  # nothing to write inputs for yet
-            programs = [drawn[k % len(drawn)].task.program for k in range(n)]
+            programs = [draw.tasks[k % len(draw.tasks)].task.program for k in range(n)]
         ref_types = [task_type] if task_type in ("induction", "math") else list(_PROGRAM_TYPES)
         references = run.store.references(n, step, types=ref_types, salt=salt)
         for k in range(n):
@@ -62,7 +93,10 @@ def propose(run, step: int) -> list[Proposed]:
             )
             meta.append((task_type, tuple(r.id for r in refs), programs[k]))
     params = sampling(
-        cfg.generation, n=cfg.selfplay.proposal_samples, seed=_seed(run, step, 0), stop=ANSWER_STOP
+        cfg.generation,
+        n=cfg.selfplay.proposal_samples,
+        seed=_seed(run, step, _PROPOSE_STAGE),
+        stop=ANSWER_STOP,
     )
     proposed = []
     for group, ((task_type, refs, program), generation) in enumerate(
@@ -88,35 +122,41 @@ def propose(run, step: int) -> list[Proposed]:
                     parsed,
                 )
             )
-    return proposed
+    return tuple(proposed)
 
 
-def validate(run, proposed: list[Proposed]) -> None:
-    parsed = [p for p in proposed if isinstance(p.parsed, Proposal)]
-    cases = [case for p in parsed for case in p.parsed.cases]
+def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
+    """Every parsed proposal's runs in one executor call; the proposer's verdicts on them (a
+    math task's `f()` must return a number) and the task they make."""
+    cases = [case for p in proposed if isinstance(p.parsed, Proposal) for case in p.parsed.cases]
     verdicts = iter(run.executor.validate(cases))
-    for p in parsed:
-        p.verdicts = [next(verdicts) for _ in p.parsed.cases]
-        if p.parsed.type == "math":
-            p.verdicts = [math_verdict(v) for v in p.verdicts]
-        p.task = task_from(p.parsed, p.verdicts, n_visible=run.config.roles.induction_visible)
+    validated = []
+    for p in proposed:
+        if not isinstance(p.parsed, Proposal):
+            validated.append(Validated(p))
+            continue
+        judged = proposal_verdicts(p.parsed, [next(verdicts) for _ in p.parsed.cases])
+        task = build_task(p.parsed, judged, n_visible=run.config.roles.induction_visible)
+        validated.append(Validated(p, judged, task))
+    return tuple(validated)
 
 
-def store_tasks(run, proposed: list[Proposed], step: int) -> None:
-    valid = [p for p in proposed if p.task is not None]
+def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[Stored, ...]:
+    """The valid tasks into the pool; each proposal with its task's pool id."""
+    valid = [v for v in validated if v.task is not None]
     if not valid:
-        return
+        return tuple(Stored(v) for v in validated)
     provenance = [
-        Provenance("proposed", step, run.version, "proposer", references=p.references)
-        for p in valid
+        Provenance("proposed", step, run.version, "proposer", references=v.proposed.references)
+        for v in valid
     ]
-    records = [verification_record(p.verdicts, run.executor.isolation) for p in valid]
-    result = run.store.add_tasks([p.task for p in valid], provenance, records)
-    for p, task_id, added in zip(valid, result.ids, result.added, strict=True):
-        p.task_id, p.added = task_id, added
+    records = [verification_record(v.verdicts, run.executor.isolation) for v in valid]
+    result = run.store.add_tasks([v.task for v in valid], provenance, records)
+    placed = iter(zip(result.ids, result.added, strict=True))
+    return tuple(Stored(v, *next(placed)) if v.task is not None else Stored(v) for v in validated)
 
 
-def sample(run, step: int):
+def sample(run: Run, step: int):
     """The solver's frontier batch, and the pool's statistics (size, frontier share, solve
     rate histogram, solver ability) at this step for the metrics."""
     batch = run.store.sample(run.config.selfplay.solver_tasks, step)
@@ -125,12 +165,13 @@ def sample(run, step: int):
     return batch, run.store.stats(step, growth=False).metrics()
 
 
-def solve(run, proposed: list[Proposed], batch, step: int) -> list[Attempted]:
+def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attempted, ...]:
+    """Answers to each new task (to estimate its solve rate) and to the frontier batch."""
     cfg = run.config
-    new = {p.task_id: p.task for p in proposed if p.task_id is not None}
+    new = {s.task_id: s.validated.task for s in stored if s.task_id is not None}
     jobs = [
-        ("estimate", list(new.items()), cfg.selfplay.attempts, 1),
-        ("train", [(t.id, t.task) for t in batch.tasks], cfg.selfplay.solver_samples, 2),
+        ("estimate", list(new.items()), cfg.selfplay.attempts, _ESTIMATE_STAGE),
+        ("train", [(t.id, t.task) for t in batch.tasks], cfg.selfplay.solver_samples, _TRAIN_STAGE),
     ]
     attempted, group = [], 0
     for purpose, tasks, n, stage in jobs:
@@ -156,84 +197,104 @@ def solve(run, proposed: list[Proposed], batch, step: int) -> list[Attempted]:
                     )
                 )
             group += 1
-    return attempted
+    return tuple(attempted)
 
 
-def verify(run, attempted: list[Attempted], step: int) -> None:
-    by_task: dict[int, list[Attempted]] = defaultdict(list)
-    for a in attempted:
-        by_task[a.task_id].append(a)
-    items, owners, math = [], [], []
-    for answers in by_task.values():
-        well_formed = [a for a in answers if isinstance(a.parsed, Answer)]
-        if well_formed and well_formed[0].task.type == "math":
-            math += well_formed
-        elif well_formed:
-            items.append((well_formed[0].task, [a.parsed.text for a in well_formed]))
-            owners.append(well_formed)
-    for answers, verdicts in zip(owners, run.executor.verify_many(items), strict=True):
-        for a, verdict in zip(answers, verdicts, strict=True):
-            a.verdict = verdict
-    if math:
-        pairs = [(a.task.output, a.parsed.text) for a in math]
-        for a, verdict in zip(math, run.math_checker.check_many(pairs), strict=True):
-            a.verdict = verdict
+def verify(run: Run, attempted: tuple[Attempted, ...], step: int) -> tuple[Judged, ...]:
+    """Every answer judged; each task's attempts recorded in the pool."""
+    by_task: dict[int, list[int]] = defaultdict(list)
+    for index, a in enumerate(attempted):
+        by_task[a.task_id].append(index)
+    verdicts = _verdicts(run, attempted, by_task.values())
+    judged = tuple(Judged(a, v) for a, v in zip(attempted, verdicts, strict=True))
     outcomes = [
-        TaskAttempts(task_id, len(answers), sum(a.outcome == "correct" for a in answers))
-        for task_id, answers in by_task.items()
+        TaskAttempts(task_id, len(indices), sum(judged[i].outcome == "correct" for i in indices))
+        for task_id, indices in by_task.items()
     ]
     if outcomes:
         run.store.record_attempts(step, run.version, outcomes)
+    return judged
 
 
-def reward(run, proposed: list[Proposed], attempted: list[Attempted]):
-    """(rollouts, advantages): both roles' rewards, normalised by the configured estimator."""
-    cfg = run.config
-    tally: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for a in attempted:
-        if a.purpose == "estimate":
-            tally[a.task_id][0] += a.outcome == "correct"
-            tally[a.task_id][1] += 1
-    rollouts = []
-    for p in proposed:
-        if p.task_id is not None and tally[p.task_id][1]:
-            p.solve_rate = tally[p.task_id][0] / tally[p.task_id][1]
-        elif p.task is not None:  # valid but not attempted: the engine returned nothing
-            p.solve_rate = 0.0
-        r = role_reward(RoleResult("propose", p.outcome, p.solve_rate), cfg)
-        rollouts.append(
-            Rollout("propose", p.task_type, p.group, p.prompt_ids, p.completion_ids, p.logprobs, r)
-        )
-    offset = max((p.group for p in proposed), default=-1) + 1
-    for a in attempted:
-        if a.purpose == "train":
-            r = role_reward(RoleResult("solve", a.outcome), cfg)
-            rollouts.append(
-                Rollout(
-                    "solve",
-                    a.task.type,
-                    offset + a.group,
-                    a.prompt_ids,
-                    a.completion_ids,
-                    a.logprobs,
-                    r,
-                )
+def _verdicts(run: Run, attempted: tuple[Attempted, ...], by_task) -> list[Verdict | None]:
+    """One verdict per answer, None for a malformed one; the run's judge routes each task's
+    well-formed answers (the executor or the math checker, one batched call each)."""
+    verdicts: list[Verdict | None] = [None] * len(attempted)
+    items: list[tuple[Task, list[str]]] = []
+    owners: list[list[int]] = []
+    for indices in by_task:
+        well_formed = [i for i in indices if isinstance(attempted[i].parsed, Answer)]
+        if well_formed:
+            items.append(
+                (attempted[well_formed[0]].task, [attempted[i].parsed.text for i in well_formed])
             )
+            owners.append(well_formed)
+    for indices, answers in zip(owners, run.judge.judge(items), strict=True):
+        for i, verdict in zip(indices, answers, strict=True):
+            verdicts[i] = verdict
+    return verdicts
+
+
+def solve_rates(stored: tuple[Stored, ...], judged: tuple[Judged, ...]) -> tuple[float | None, ...]:
+    """Each proposal's empirical solve rate: the share of its task's estimate answers judged
+    correct; 0 for a valid task without any (the engine returned nothing), None unless valid."""
+    tally: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for j in judged:
+        if j.attempted.purpose == "estimate":
+            tally[j.attempted.task_id][0] += j.outcome == "correct"
+            tally[j.attempted.task_id][1] += 1
+    rates: list[float | None] = []
+    for s in stored:
+        correct, answers = tally.get(s.task_id, (0, 0))
+        if answers:
+            rates.append(correct / answers)
+        else:
+            rates.append(0.0 if s.outcome == "valid" else None)
+    return tuple(rates)
+
+
+def reward(
+    run: Run,
+    stored: tuple[Stored, ...],
+    rates: tuple[float | None, ...],
+    judged: tuple[Judged, ...],
+) -> tuple[Rollout, ...]:
+    """Both roles' rollouts with their rewards (a proposal's from its solve rate in `rates`)
+    and their advantages, normalised by the configured estimator."""
+    cfg = run.config
+    rollouts = [_proposer_rollout(run, s, rate) for s, rate in zip(stored, rates, strict=True)]
+    # Solver groups are numbered after the proposer's, so that no group mixes the two roles.
+    offset = max((s.validated.proposed.group for s in stored), default=-1) + 1
+    for j in judged:
+        if j.attempted.purpose == "train":
+            rollouts.append(_solver_rollout(run, j, offset))
     rollouts = [r for r in rollouts if r.role in cfg.selfplay.train_roles and r.completion_ids]
     if not rollouts:
-        return [], []
-    import torch
-
+        return ()
     inputs = AdvantageInputs(
         torch.tensor([r.reward for r in rollouts]),
         [r.role for r in rollouts],
         [r.task_type for r in rollouts],
         [r.group for r in rollouts],
     )
-    return rollouts, compute_advantages(cfg.trainer.advantage, inputs).tolist()
+    advantages = compute_advantages(cfg.trainer.advantage, inputs).tolist()
+    return tuple(replace(r, advantage=a) for r, a in zip(rollouts, advantages, strict=True))
 
 
-def update(run, rollouts: list[Rollout], advantages: list[float]) -> dict[str, float]:
+def _proposer_rollout(run: Run, stored: Stored, rate: float | None) -> Rollout:
+    p = stored.validated.proposed
+    r = role_reward(RoleResult("propose", stored.outcome, rate), run.config)
+    return Rollout("propose", p.task_type, p.group, p.prompt_ids, p.completion_ids, p.logprobs, r)
+
+
+def _solver_rollout(run: Run, judged: Judged, group_offset: int) -> Rollout:
+    a = judged.attempted
+    r = role_reward(RoleResult("solve", judged.outcome), run.config)
+    group = group_offset + a.group
+    return Rollout("solve", a.task.type, group, a.prompt_ids, a.completion_ids, a.logprobs, r)
+
+
+def update(run: Run, rollouts: tuple[Rollout, ...]) -> dict[str, float]:
     if not rollouts:
         return {}
     run.engine.sleep()
@@ -244,8 +305,8 @@ def update(run, rollouts: list[Rollout], advantages: list[float]) -> dict[str, f
             run.optimizer,
             run.scheduler,
             rollouts,
-            advantages,
-            run.update_settings,
+            [r.advantage for r in rollouts],
+            run.config.trainer,
             run.pad_id,
             run.reference,
         )
@@ -253,5 +314,5 @@ def update(run, rollouts: list[Rollout], advantages: list[float]) -> dict[str, f
         run.engine.wake_up()
 
 
-def sync(run) -> None:
+def sync(run: Run) -> None:
     run.engine.load_weights(run.accelerator.unwrap_model(run.model))

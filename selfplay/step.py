@@ -1,59 +1,19 @@
-"""The records one step passes from stage to stage, and the stage timer.
-
-A `Proposed` is one proposer completion followed through validation and the store; an
-`Attempted` is one solver completion followed through verification. Both keep the token ids
-and log-probabilities the policy update needs.
-"""
+"""The step's stage timer and metrics, read from the records its stages made
+(`selfplay.types`)."""
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from selfplay.types import Answer, ParseFailure, Proposal, Task, Verdict
+from selfplay.trainer.rewards import learnability
+from selfplay.types import Judged, Rollout, Stored
 
-
-@dataclass
-class Proposed:
-    task_type: str
-    group: int  # the prompt it was sampled from
-    prompt_ids: tuple[int, ...]
-    completion_ids: tuple[int, ...]
-    logprobs: tuple[float, ...]
-    references: tuple[int, ...]  # pool ids shown in the prompt
-    parsed: Proposal | ParseFailure
-    verdicts: list[Verdict] = field(default_factory=list)
-    task: Task | None = None
-    task_id: int | None = None
-    added: bool = False  # False for a valid task the pool already held
-    solve_rate: float | None = None
-
-    @property
-    def outcome(self) -> str:
-        if isinstance(self.parsed, ParseFailure):
-            return "malformed"
-        return "valid" if self.task is not None else "invalid"
-
-
-@dataclass
-class Attempted:
-    task_id: int
-    task: Task
-    purpose: str  # "estimate" (a new proposal's solve rate) or "train" (frontier batch)
-    group: int
-    prompt_ids: tuple[int, ...]
-    completion_ids: tuple[int, ...]
-    logprobs: tuple[float, ...]
-    parsed: Answer | ParseFailure
-    verdict: Verdict | None = None
-
-    @property
-    def outcome(self) -> str:
-        if isinstance(self.parsed, ParseFailure):
-            return "malformed"
-        return "correct" if self.verdict is not None and self.verdict.ok else "wrong"
+if TYPE_CHECKING:
+    from selfplay.loop import Run
 
 
 class StageTimer:
@@ -82,48 +42,59 @@ class StageTimer:
         return out
 
 
-def _rate(items: list, predicate) -> float:
+def _rate(items: Sequence, predicate) -> float:
     return sum(map(predicate, items)) / len(items) if items else float("nan")
 
 
-def step_metrics(run, proposed, attempted, batch, rollouts, advantages, update, timer) -> dict:
-    """The step's metrics, namespaced by stage."""
+def step_metrics(
+    run: Run,
+    stored: Sequence[Stored],
+    judged: Sequence[Judged],
+    solve_rates: Sequence[float | None],
+    pool_batch,
+    rollouts: Sequence[Rollout],
+    update: dict[str, float],
+    timer: StageTimer,
+) -> dict[str, float]:
+    """The step's metrics, namespaced by stage. `solve_rates` are the stored proposals'
+    (`stages.solve_rates`), `pool_batch` is the solver's frontier batch."""
     m: dict[str, float] = {}
+    trained = [j for j in judged if j.attempted.purpose == "train"]
     for kind in run.config.selfplay.task_types:
-        mine = [p for p in proposed if p.task_type == kind]
-        m[f"propose/parse_rate/{kind}"] = _rate(mine, lambda p: p.outcome != "malformed")
-        m[f"propose/valid_rate/{kind}"] = _rate(mine, lambda p: p.outcome == "valid")
-        trained = [a for a in attempted if a.purpose == "train" and a.task.type == kind]
-        m[f"solve/accuracy/{kind}"] = _rate(trained, lambda a: a.outcome == "correct")
-    valid = [p for p in proposed if p.outcome == "valid"]
-    m["propose/proposals"] = float(len(proposed))
+        mine = [s for s in stored if s.validated.proposed.task_type == kind]
+        m[f"propose/parse_rate/{kind}"] = _rate(mine, lambda s: s.outcome != "malformed")
+        m[f"propose/valid_rate/{kind}"] = _rate(mine, lambda s: s.outcome == "valid")
+        of_kind = [j for j in trained if j.attempted.task.type == kind]
+        m[f"solve/accuracy/{kind}"] = _rate(of_kind, lambda j: j.outcome == "correct")
+    pairs = zip(stored, solve_rates, strict=True)
+    valid = [(s, rate or 0.0) for s, rate in pairs if s.outcome == "valid"]
+    m["propose/proposals"] = float(len(stored))
     m["propose/valid"] = float(len(valid))
-    m["propose/new_tasks"] = float(sum(p.added for p in valid))
-    m["propose/solve_rate"] = _rate(valid, lambda p: p.solve_rate or 0.0)
-    rewards = {"propose": [], "solve": []}
+    m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
+    m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
+    rewards: dict[str, list[float]] = {"propose": [], "solve": []}
     for r in rollouts:
         rewards[r.role].append(r.reward)
     for role, values in rewards.items():
         m[f"reward/{role}"] = sum(values) / len(values) if values else float("nan")
     if valid:
-        m["propose/learnability"] = _mean_learnability(run, valid)
-    for reason, count in _reasons(proposed).items():
+        m["propose/learnability"] = _mean_learnability(run, [rate for _, rate in valid])
+    for reason, count in _reasons(stored).items():
         m[f"propose/rejected/{reason}"] = float(count)
-    trained = [a for a in attempted if a.purpose == "train"]
-    m["solve/accuracy"] = _rate(trained, lambda a: a.outcome == "correct")
-    m["solve/parse_rate"] = _rate(trained, lambda a: a.outcome != "malformed")
-    estimates = [a for a in attempted if a.purpose == "estimate"]
-    m["solve/new_task_accuracy"] = _rate(estimates, lambda a: a.outcome == "correct")
-    m.update(batch.metrics)
+    m["solve/accuracy"] = _rate(trained, lambda j: j.outcome == "correct")
+    m["solve/parse_rate"] = _rate(trained, lambda j: j.outcome != "malformed")
+    estimates = [j for j in judged if j.attempted.purpose == "estimate"]
+    m["solve/new_task_accuracy"] = _rate(estimates, lambda j: j.outcome == "correct")
+    m.update(pool_batch.metrics)
+    advantages = [r.advantage for r in rollouts]
     if advantages:
-        mean = sum(advantages) / len(advantages)
-        m["advantage/mean"] = mean
+        m["advantage/mean"] = sum(advantages) / len(advantages)
         m["advantage/abs_max"] = max(abs(a) for a in advantages)
         m["advantage/nonzero_share"] = _rate(advantages, lambda a: abs(a) > 1e-9)
     m.update({f"update/{k}": v for k, v in update.items()})
     m.update(timer.metrics())
-    generated = sum(len(p.completion_ids) for p in proposed) + sum(
-        len(a.completion_ids) for a in attempted
+    generated = sum(len(s.validated.proposed.completion_ids) for s in stored) + sum(
+        len(j.attempted.completion_ids) for j in judged
     )
     seconds = timer.seconds.get("propose", 0.0) + timer.seconds.get("solve", 0.0)
     m["generate/tokens"] = float(generated)
@@ -131,22 +102,20 @@ def step_metrics(run, proposed, attempted, batch, rollouts, advantages, update, 
     return m
 
 
-def _mean_learnability(run, valid) -> float:
-    from selfplay.trainer.rewards import learnability
-
+def _mean_learnability(run: Run, rates: list[float]) -> float:
     shape = run.config.reward.learnability
-    return sum(learnability(shape, p.solve_rate or 0.0, run.config) for p in valid) / len(valid)
+    return sum(learnability(shape, p, run.config) for p in rates) / len(rates)
 
 
-def _reasons(proposed) -> dict[str, int]:
+def _reasons(stored: Sequence[Stored]) -> dict[str, int]:
     """Why proposals failed: malformed (and why it could not be read), or the first part of
     the executor's reason (syntax, policy, timeout, ...)."""
     counts: dict[str, int] = defaultdict(int)
-    for p in proposed:
-        if p.outcome == "malformed":
+    for s in stored:
+        if s.outcome == "malformed":
             counts["malformed"] += 1
-            counts[f"malformed:{p.parsed.reason}"] += 1  # truncated, no_program, ...
-        elif p.outcome == "invalid":
-            bad = next((v for v in p.verdicts if not v.ok), None)
+            counts[f"malformed:{s.validated.proposed.parsed.reason}"] += 1  # truncated, ...
+        elif s.outcome == "invalid":
+            bad = next((v for v in s.validated.verdicts if not v.ok), None)
             counts[(bad.reason.split(":")[0] if bad else "induction_pairs")] += 1
     return counts

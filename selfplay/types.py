@@ -1,5 +1,11 @@
 """Records passed between the stages of a step: frozen dataclasses, never dicts of lists.
 
+Each stage of `selfplay.stages` takes records and returns new ones, so a step's data flow is
+in its arguments and every record can be pickled and sent to another process:
+
+    propose -> Proposed; validate -> Validated; store -> Stored; solve -> Attempted;
+    verify -> Judged; reward -> Rollout (with its advantage)
+
 Values inside records (inputs, outputs) are text: an input is the argument text inside
 `f(...)`, normalised by the executor; an output is canonical text (see
 `selfplay.executor.values`). The trusted side never turns them back into objects except
@@ -143,11 +149,88 @@ class ParseFailure:
 
 
 Role = Literal["propose", "solve"]
+ProposalOutcome = Literal["malformed", "invalid", "valid"]
+AnswerOutcome = Literal["malformed", "wrong", "correct"]
+Purpose = Literal["estimate", "train"]
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """One proposer completion, parsed (the `propose` stage), with the token ids and
+    log-probabilities the policy update needs."""
+
+    task_type: TaskType
+    group: int  # the prompt it was sampled from
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    references: tuple[int, ...]  # pool ids shown in the prompt
+    parsed: Proposal | ParseFailure
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A proposal after the executor ran it (the `validate` stage): one verdict per run (none
+    for a malformed one), and the task it makes when every run was valid."""
+
+    proposed: Proposed
+    verdicts: tuple[Verdict, ...] = ()
+    task: Task | None = None
+
+    @property
+    def outcome(self) -> ProposalOutcome:
+        if isinstance(self.proposed.parsed, ParseFailure):
+            return "malformed"
+        return "valid" if self.task is not None else "invalid"
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A validated proposal after its task entered the pool (the `store` stage): the task's
+    pool id (None unless valid) and whether it was new (False for a task the pool held)."""
+
+    validated: Validated
+    task_id: int | None = None
+    added: bool = False
+
+    @property
+    def outcome(self) -> ProposalOutcome:
+        return self.validated.outcome
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """One solver completion for a pool task, parsed (the `solve` stage)."""
+
+    task_id: int
+    task: Task
+    purpose: Purpose  # "estimate" (a new proposal's solve rate) or "train" (frontier batch)
+    group: int  # the prompt it was sampled from
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    parsed: Answer | ParseFailure
+
+
+@dataclass(frozen=True)
+class Judged:
+    """An attempt after its answer was judged (the `verify` stage); a malformed answer has
+    no verdict."""
+
+    attempted: Attempted
+    verdict: Verdict | None = None
+
+    @property
+    def outcome(self) -> AnswerOutcome:
+        if isinstance(self.attempted.parsed, ParseFailure):
+            return "malformed"
+        return "correct" if self.verdict is not None and self.verdict.ok else "wrong"
 
 
 @dataclass(frozen=True)
 class Rollout:
-    """One sampled completion, with what the policy update needs to learn from it."""
+    """One sampled completion, with what the policy update needs to learn from it (the
+    `reward` stage): its reward and its advantage (0 until the advantages are computed)."""
 
     role: Role
     task_type: str
@@ -156,6 +239,7 @@ class Rollout:
     completion_ids: tuple[int, ...]
     logprobs: tuple[float, ...]  # of each completion token under the policy that sampled it
     reward: float
+    advantage: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.completion_ids) != len(self.logprobs):

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 
 from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.loop import open_run, run, run_step
+from selfplay.loop import _resolved, open_run, run, run_step
 from selfplay.trainer.metrics import read_metrics
 from selfplay.types import Task
 
@@ -142,9 +142,7 @@ def seed_pool(config) -> None:
 def test_two_steps(tmp_path, formatted_model_dir):
     folder = tmp_path / "run"
     config = load(None, overrides(folder, formatted_model_dir))
-    config = replace(
-        config, curriculum=replace(config.curriculum, store=str(folder / "pool.sqlite"))
-    )
+    config = _resolved(config, folder)
     folder.mkdir()
     seed_pool(config)
     state, start = open_run(config)
@@ -175,9 +173,7 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     folder = tmp_path / "run"
     config = load(None, overrides(folder, tiny_model_dir, steps=2))
     folder.mkdir()
-    seed_pool(
-        replace(config, curriculum=replace(config.curriculum, store=str(folder / "pool.sqlite")))
-    )
+    seed_pool(_resolved(config, folder))
     out = open(tmp_path / "out.txt", "w")  # noqa: SIM115
     run(config, out=out)
     out.close()
@@ -199,9 +195,7 @@ def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
     folder.mkdir()
     args = overrides(folder, tiny_model_dir, steps=4)
     config = load(None, args)
-    seed_pool(
-        replace(config, curriculum=replace(config.curriculum, store=str(folder / "pool.sqlite")))
-    )
+    seed_pool(_resolved(config, folder))
     command = [sys.executable, "-m", "selfplay.cli", "run", *args]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -211,7 +205,7 @@ def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
         assert time.monotonic() < deadline, "the run did not reach its second checkpoint"
         time.sleep(0.2)
     time.sleep(1.0)  # into step 3
-    os.killpg(proc.pid, signal.SIGKILL) if False else proc.send_signal(signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)
     proc.wait()
     resumed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -89,6 +89,21 @@ class WordProblemEngine:
         return out
 
 
+def scripted_run(config, folder, engine, executor, store, checker) -> Run:
+    """A run with a scripted engine and no model: enough for the stages up to reward."""
+    no_model = dict(accelerator=None, model=None, tokenizer=None, optimizer=None, scheduler=None)
+    return Run(
+        config=config,
+        folder=folder,
+        engine=engine,
+        executor=executor,
+        store=store,
+        pad_id=0,
+        math_checker=checker,
+        **no_model,
+    )
+
+
 @pytest.fixture
 def math_run(tmp_path, executor):
     config = load(
@@ -115,8 +130,7 @@ def math_run(tmp_path, executor):
     )
     store = TaskStore.open(str(tmp_path / "pool.sqlite"), "math", config.curriculum)
     with MathChecker(MathCheckConfig()) as checker:
-        run = Run(config, tmp_path, None, None, None, None, None, engine, executor, store, None, 0)
-        run.math_checker = checker
+        run = scripted_run(config, tmp_path, engine, executor, store, checker)
         yield run
     store.close()
 
@@ -124,26 +138,28 @@ def math_run(tmp_path, executor):
 def test_one_step_of_math_tasks(math_run):
     proposed = stages.propose(math_run, 1)
     assert [p.parsed.type for p in proposed] == ["math"] * 3
-    stages.validate(math_run, proposed)
-    assert [p.outcome for p in proposed] == ["valid", "valid", "invalid"]
-    assert proposed[2].verdicts[0].reason == "math:not_a_number"
-    assert [p.task.output for p in proposed[:2]] == ["9", "0.5"]
-    stages.store_tasks(math_run, proposed, 1)
-    stored = math_run.store.get([p.task_id for p in proposed[:2]])
+    validated = stages.validate(math_run, proposed)
+    assert [p.outcome for p in validated] == ["valid", "valid", "invalid"]
+    assert validated[2].verdicts[0].reason == "math:not_a_number"
+    assert [p.task.output for p in validated[:2]] == ["9", "0.5"]
+    placed = stages.store_tasks(math_run, validated, 1)
+    stored = math_run.store.get([p.task_id for p in placed[:2]])
     assert [t.task.message for t in stored] == [EGGS, HALF]
     batch, _ = stages.sample(math_run, 1)
     assert sorted(t.task.message for t in batch.tasks) == sorted([EGGS, HALF])
-    attempted = stages.solve(math_run, proposed, batch, 1)
-    stages.verify(math_run, attempted, 1)
-    judged = {(a.task.message, a.parsed.text): a.outcome for a in attempted}
+    attempted = stages.solve(math_run, placed, batch, 1)
+    answers = stages.verify(math_run, attempted, 1)
+    judged = {(j.attempted.task.message, j.attempted.parsed.text): j.outcome for j in answers}
     assert judged == {
         (EGGS, "9"): "correct",
         (EGGS, "10"): "wrong",
         (HALF, "\\frac{1}{2}"): "correct",
         (HALF, "0.5"): "correct",
     }
-    rollouts, advantages = stages.reward(math_run, proposed, attempted)
-    assert [p.solve_rate for p in proposed[:2]] == [0.5, 1.0]
+    rates = stages.solve_rates(placed, answers)
+    rollouts = stages.reward(math_run, placed, rates, answers)
+    advantages = [r.advantage for r in rollouts]
+    assert list(rates[:2]) == [0.5, 1.0]
     assert {r.task_type for r in rollouts} == {"math"}
     assert len(advantages) == len(rollouts) == 3 + 2 * 2
     solver = [a for r, a in zip(rollouts, advantages, strict=True) if r.role == "solve"]
@@ -197,8 +213,7 @@ def test_a_labeled_math_task_is_drawn_answered_and_judged(tmp_path, executor):
     engine = WordProblemEngine([], LABELED_ANSWERS)
     store = TaskStore.open(str(tmp_path / "pool.sqlite"), "labeled", config.curriculum)
     with store, MathChecker(MathCheckConfig()) as checker:
-        run = Run(config, tmp_path, None, None, None, None, None, engine, executor, store, None, 0)
-        run.math_checker = checker
+        run = scripted_run(config, tmp_path, engine, executor, store, checker)
         reports = semi.import_labeled(store, executor, paths, tmp_path, ["math"], checker)
         assert [(r.format, r.added) for r in reports] == [("gsm8k", 1), ("math500", 2)]
         batch, _ = stages.sample(run, 1)
@@ -206,9 +221,12 @@ def test_a_labeled_math_task_is_drawn_answered_and_judged(tmp_path, executor):
         assert all(t.provenance.origin == "labeled" for t in batch.tasks)
         shown = [solver_prompt(t.task)[-1].content for t in batch.tasks]
         assert all("def f" not in text and "```python" not in text for text in shown)
-        attempted = stages.solve(run, [], batch, 1)
-        stages.verify(run, attempted, 1)
-        judged = {(a.task.output, a.parsed.text): (a.outcome, a.verdict.reason) for a in attempted}
+        attempted = stages.solve(run, (), batch, 1)
+        answers = stages.verify(run, attempted, 1)
+        judged = {
+            (j.attempted.task.output, j.attempted.parsed.text): (j.outcome, j.verdict.reason)
+            for j in answers
+        }
         assert judged == {
             ("36", "36"): ("correct", "ok"),
             ("36", "38"): ("wrong", "not_equal"),
@@ -217,10 +235,11 @@ def test_a_labeled_math_task_is_drawn_answered_and_judged(tmp_path, executor):
             ("(-2, 2)", "(-2,2)"): ("correct", "ok"),
             ("(-2, 2)", "[-2, 2]"): ("wrong", "not_equal"),
         }
-        rollouts, advantages = stages.reward(run, [], attempted)
-        paid = {a.outcome: set() for a in attempted}
-        for r, a in zip(rollouts, attempted, strict=True):
-            paid[a.outcome].add(r.reward)
+        rollouts = stages.reward(run, (), (), answers)
+        advantages = [r.advantage for r in rollouts]
+        paid = {j.outcome: set() for j in answers}
+        for r, j in zip(rollouts, answers, strict=True):
+            paid[j.outcome].add(r.reward)
         assert len(paid["correct"]) == len(paid["wrong"]) == 1
         assert min(paid["correct"]) > max(paid["wrong"])
         assert sum(a > 0 for a in advantages) == sum(a < 0 for a in advantages) == 3

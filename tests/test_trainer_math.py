@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
+from selfplay.config import TrainerConfig
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
-from selfplay.trainer.loss import LossSettings, policy_loss
+from selfplay.trainer.loss import policy_loss
 
 
 def inputs(rewards, roles, types, prompts):
@@ -61,7 +62,7 @@ def test_unknown_estimator_and_ragged_inputs():
 def test_loss_without_change_is_minus_the_mean_advantage():
     logp = torch.log(torch.tensor([[0.5, 0.25, 0.5]]))
     mask = torch.tensor([[1.0, 1.0, 0.0]])
-    loss, stats = policy_loss(logp, logp.clone(), torch.tensor([2.0]), mask, LossSettings())
+    loss, stats = policy_loss(logp, logp.clone(), torch.tensor([2.0]), mask, TrainerConfig())
     assert float(loss) == pytest.approx(-2.0)
     assert stats["clip_fraction"] == 0.0 and stats["ratio_mean"] == pytest.approx(1.0)
 
@@ -71,7 +72,7 @@ def test_clipping_with_separate_low_and_high_ranges():
     # ratios 1.5, 1.1, 0.5, 0.9
     new = torch.log(torch.tensor([[0.75, 0.55, 0.25, 0.45]]))
     mask = torch.ones(1, 4)
-    settings = LossSettings(clip_low=0.2, clip_high=0.28, aggregation="token")
+    settings = TrainerConfig(clip_low=0.2, clip_high=0.28, aggregation="token")
     pos, stats = policy_loss(new, old, torch.tensor([1.0]), mask, settings)
     # A > 0: min(r, clip(r, 0.8, 1.28)) = 1.28, 1.1, 0.5, 0.9 -> mean 0.945
     assert float(pos) == pytest.approx(-(1.28 + 1.1 + 0.5 + 0.9) / 4)
@@ -85,8 +86,8 @@ def test_token_and_sequence_aggregation_differ_for_different_lengths():
     logp = torch.zeros(2, 3)
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
     adv = torch.tensor([1.0, 4.0])
-    token, _ = policy_loss(logp, logp, adv, mask, LossSettings(aggregation="token"))
-    sequence, _ = policy_loss(logp, logp, adv, mask, LossSettings(aggregation="sequence"))
+    token, _ = policy_loss(logp, logp, adv, mask, TrainerConfig(aggregation="token"))
+    sequence, _ = policy_loss(logp, logp, adv, mask, TrainerConfig(aggregation="sequence"))
     assert float(token) == pytest.approx(-(1 + 1 + 1 + 4) / 4)
     assert float(sequence) == pytest.approx(-(1 + 4) / 2)
 
@@ -95,7 +96,7 @@ def test_kl_penalty_k3():
     new = torch.log(torch.tensor([[0.5]]))
     ref = torch.log(torch.tensor([[0.25]]))
     mask = torch.ones(1, 1)
-    settings = LossSettings(kl_coef=0.1)
+    settings = TrainerConfig(kl_coef=0.1)
     loss, stats = policy_loss(new, new, torch.tensor([0.0]), mask, settings, ref_logp=ref)
     k3 = 0.5 - math.log(0.5) - 1  # exp(d) - d - 1 with d = log(0.25 / 0.5)
     assert stats["kl_ref"] == pytest.approx(k3)
@@ -108,7 +109,7 @@ def test_gradient_points_towards_positive_advantage():
     logits = torch.zeros(1, 2, requires_grad=True)
     logp = torch.log_softmax(logits, -1)[:, :1]  # the sampled token is token 0
     loss, _ = policy_loss(
-        logp, logp.detach(), torch.tensor([1.0]), torch.ones(1, 1), LossSettings()
+        logp, logp.detach(), torch.tensor([1.0]), torch.ones(1, 1), TrainerConfig()
     )
     loss.backward()
     assert logits.grad[0, 0] < 0 < logits.grad[0, 1]  # descending raises token 0's logit

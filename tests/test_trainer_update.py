@@ -9,8 +9,8 @@ import torch
 from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from selfplay.trainer.loss import LossSettings
-from selfplay.trainer.update import UpdateSettings, collate, policy_update, token_logprobs
+from selfplay.config import TrainerConfig
+from selfplay.trainer.update import collate, policy_update, token_logprobs
 from selfplay.types import Rollout
 
 
@@ -66,8 +66,7 @@ def train_once(
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    loss = LossSettings(kl_coef=kl_coef)
-    settings = UpdateSettings(micro_batch=micro_batch, max_grad_norm=1e9, loss=loss)
+    settings = TrainerConfig(micro_batch=micro_batch, max_grad_norm=1e9, kl_coef=kl_coef)
     return policy_update(
         accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
     )

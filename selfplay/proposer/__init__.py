@@ -6,16 +6,27 @@ verdicts = executor.validate(proposal.cases)
 task = task_from(proposal, verdicts, n_visible=cfg.roles.induction_visible)
 
 A math proposal's verdict goes through `math_verdict` first: its `f()` must return a number.
+`task_from` does both; the training loop, which keeps the verdicts, calls `proposal_verdicts`
+and then `build_task`.
 """
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from selfplay.proposer.parse import parse_proposal
 from selfplay.proposer.prompts import proposer_prompt, rules
 from selfplay.types import Proposal, Task, Verdict
 
-__all__ = ["proposer_prompt", "parse_proposal", "rules", "task_from", "math_verdict"]
+__all__ = [
+    "proposer_prompt",
+    "parse_proposal",
+    "rules",
+    "task_from",
+    "proposal_verdicts",
+    "build_task",
+    "math_verdict",
+]
 
 # The canonical text of an int or a finite float (`42`, `-0.5`, `1e-05`); not bool, inf or nan.
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
@@ -30,15 +41,28 @@ def math_verdict(verdict: Verdict) -> Verdict:
     return verdict
 
 
-def task_from(proposal: Proposal, verdicts: list[Verdict], n_visible: int = 0) -> Task | None:
-    """The task a validated proposal makes, or None if any of its runs was invalid.
+def proposal_verdicts(proposal: Proposal, verdicts: Sequence[Verdict]) -> tuple[Verdict, ...]:
+    """The executor's verdicts on a proposal's runs as the proposer judges them: a math
+    task's must also be a number (`math_verdict`)."""
+    if proposal.type == "math":
+        return tuple(math_verdict(v) for v in verdicts)
+    return tuple(verdicts)
+
+
+def task_from(proposal: Proposal, verdicts: Sequence[Verdict], n_visible: int = 0) -> Task | None:
+    """The task a validated proposal makes from the executor's verdicts, or None if any of its
+    runs was invalid."""
+    return build_task(proposal, proposal_verdicts(proposal, verdicts), n_visible)
+
+
+def build_task(proposal: Proposal, verdicts: Sequence[Verdict], n_visible: int = 0) -> Task | None:
+    """The task of verdicts already judged by `proposal_verdicts`, or None if any run was
+    invalid.
 
     Inputs and outputs are the executor's normalised and canonical texts. An induction task
     shows its first `n_visible` pairs and is checked on the rest, so it needs more runs than
     that.
     """
-    if proposal.type == "math":
-        verdicts = [math_verdict(v) for v in verdicts]
     if len(verdicts) != len(proposal.inputs) or not all(v.ok for v in verdicts):
         return None
     inputs = tuple(v.input for v in verdicts)

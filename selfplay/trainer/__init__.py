@@ -12,7 +12,7 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
 3. Estimate. Each valid proposal is answered `selfplay.attempts` times by the solver role
    (sampled, never greedy); its empirical solve rate p is the share judged correct.
 4. Solve. `selfplay.solver_tasks` tasks are drawn from the pool by the curriculum sampler
-   (`curriculum.weighting` over the current difficulty estimates) and each is answered
+   (`curriculum.shape` over the current difficulty estimates) and each is answered
    `selfplay.solver_samples` times. Every answer, of steps 3 and 4, is judged by the executor
    and recorded in the pool, which updates the difficulty estimates.
 5. Reward (`rewards`). Solver answers of step 4: 1 if correct, `reward.solver_wrong` (-0.5) if

@@ -22,19 +22,14 @@ for KL(new || ref) and never negative.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-__all__ = ["LossSettings", "policy_loss"]
+if TYPE_CHECKING:
+    from selfplay.config import TrainerConfig
 
-
-@dataclass(frozen=True)
-class LossSettings:
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    aggregation: str = "token"  # "token" or "sequence"
-    kl_coef: float = 0.0
+__all__ = ["policy_loss"]
 
 
 def _aggregate(
@@ -58,20 +53,22 @@ def policy_loss(
     old_logp: torch.Tensor,
     advantages: torch.Tensor,
     mask: torch.Tensor,
-    settings: LossSettings,
+    config: TrainerConfig,
     ref_logp: torch.Tensor | None = None,
     denominator: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Loss over (batch, tokens) log-probabilities of the sampled tokens; `mask` marks
-    completion tokens; `denominator` see `_aggregate`. Returns the loss and statistics."""
+    completion tokens; `denominator` see `_aggregate`. From `config` it takes the clip range
+    (`clip_low`, `clip_high`), the `aggregation` and `kl_coef`. Returns the loss and
+    statistics."""
     mask = mask.to(new_logp.dtype)
     advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
     log_ratio = new_logp - old_logp
     ratio = torch.exp(log_ratio)
     unclipped = ratio * advantage
-    clipped = torch.clamp(ratio, 1 - settings.clip_low, 1 + settings.clip_high) * advantage
+    clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high) * advantage
     per_token = -torch.minimum(unclipped, clipped)
-    loss = _aggregate(per_token, mask, settings.aggregation, denominator)
+    loss = _aggregate(per_token, mask, config.aggregation, denominator)
     tokens = mask.sum().clamp(min=1)
     ratio, log_ratio = ratio.detach(), log_ratio.detach()
     unclipped, clipped = unclipped.detach(), clipped.detach()
@@ -81,12 +78,12 @@ def policy_loss(
         "approx_kl_old": float((((ratio - 1) - log_ratio) * mask).sum() / tokens),
         "ratio_mean": float((ratio * mask).sum() / tokens),
     }
-    if settings.kl_coef > 0:
+    if config.kl_coef > 0:
         if ref_logp is None:
             raise ValueError("kl_coef > 0 needs the reference policy's log-probabilities")
         delta = ref_logp - new_logp
         kl = torch.exp(delta) - delta - 1
-        kl_term = _aggregate(kl, mask, settings.aggregation, denominator)
-        loss = loss + settings.kl_coef * kl_term
+        kl_term = _aggregate(kl, mask, config.aggregation, denominator)
+        loss = loss + config.kl_coef * kl_term
         stats["kl_ref"] = float(kl_term.detach())
     return loss, stats

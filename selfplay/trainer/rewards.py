@@ -25,21 +25,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from selfplay.curriculum.sampler import SHAPES
+from selfplay.types import AnswerOutcome, ProposalOutcome, Role
 
 __all__ = ["RoleResult", "REWARDS", "reward", "learnability"]
-
-Outcome = Literal["correct", "wrong", "malformed", "valid", "invalid"]
 
 
 @dataclass(frozen=True)
 class RoleResult:
-    role: Literal["propose", "solve"]
-    outcome: Outcome
+    role: Role
+    outcome: ProposalOutcome | AnswerOutcome
     solve_rate: float | None = None  # proposer, valid: the solver's empirical solve rate
 
 

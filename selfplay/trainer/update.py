@@ -24,26 +24,23 @@ import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from selfplay.trainer.loss import LossSettings, policy_loss
+from selfplay.trainer.loss import policy_loss
 from selfplay.types import Rollout
 
-__all__ = ["UpdateSettings", "collate", "token_logprobs", "policy_update"]
+if TYPE_CHECKING:
+    from selfplay.config import TrainerConfig
 
-
-@dataclass(frozen=True)
-class UpdateSettings:
-    micro_batch: int = 4
-    mini_batches: int = 1
-    ppo_epochs: int = 1
-    max_grad_norm: float = 1.0
-    loss: LossSettings = LossSettings()
+__all__ = ["MicroBatch", "collate", "token_logprobs", "policy_update"]
 
 
 @dataclass
-class Batch:
+class MicroBatch:
+    """Rollouts as tensors for one forward/backward pass."""
+
     input_ids: torch.Tensor  # (B, W) prompt + completion, left-padded
     attention_mask: torch.Tensor  # (B, W)
     position_ids: torch.Tensor  # (B, W) positions of real tokens, as without padding
@@ -53,7 +50,7 @@ class Batch:
     advantages: torch.Tensor  # (B,)
 
 
-def collate(rollouts: Sequence[Rollout], advantages: Sequence[float], pad_id: int) -> Batch:
+def collate(rollouts: Sequence[Rollout], advantages: Sequence[float], pad_id: int) -> MicroBatch:
     width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
     tail = max(len(r.completion_ids) for r in rollouts)
     ids = torch.full((len(rollouts), width), pad_id, dtype=torch.long)
@@ -69,10 +66,10 @@ def collate(rollouts: Sequence[Rollout], advantages: Sequence[float], pad_id: in
         old[row, tail - c :] = torch.tensor(r.logprobs)
     positions = (attention.cumsum(-1) - 1).clamp(min=0)
     adv = torch.tensor(list(advantages), dtype=torch.float32)
-    return Batch(ids, attention, positions, ids[:, width - tail :], mask, old, adv)
+    return MicroBatch(ids, attention, positions, ids[:, width - tail :], mask, old, adv)
 
 
-def token_logprobs(model, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+def token_logprobs(model, batch: MicroBatch) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probability of each target token, entropy of each position's distribution).
 
     The logits at position t predict token t + 1, so the last C targets need the C logits
@@ -103,38 +100,40 @@ def policy_update(
     scheduler,
     rollouts: Sequence[Rollout],
     advantages: Sequence[float],
-    settings: UpdateSettings,
+    config: TrainerConfig,
     pad_id: int,
     reference=None,
 ) -> dict[str, float]:
     """Train on `rollouts`; returns statistics averaged over the optimizer steps taken.
-    `reference` is the frozen model of the KL term (needed when `settings.loss.kl_coef > 0`)."""
-    if settings.loss.kl_coef > 0 and reference is None:
+    From `config` it takes the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
+    gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`). `reference` is
+    the frozen model of the KL term (needed when `config.kl_coef > 0`)."""
+    if config.kl_coef > 0 and reference is None:
         raise ValueError("kl_coef > 0 needs a reference model")
     length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
     order = sorted(range(len(rollouts)), key=length.__getitem__)  # little padding per batch
     # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
-    skippable = settings.loss.kl_coef == 0
+    skippable = config.kl_coef == 0
     sums: dict[str, float] = {}
     micro_count = steps = 0
     model.train()
     skipped = 0
-    for _ in range(settings.ppo_epochs):
-        for mini in _chunks(order, settings.mini_batches):
-            denominator = _denominator([rollouts[i] for i in mini], settings.loss.aggregation)
+    for _ in range(config.ppo_epochs):
+        for mini in _chunks(order, config.mini_batches):
+            denominator = _denominator([rollouts[i] for i in mini], config.aggregation)
             active = [i for i in mini if advantages[i] != 0.0 or not skippable]
             skipped += len(mini) - len(active)
             if not active:
                 continue
-            micro = _chunks(active, max(1, math.ceil(len(active) / settings.micro_batch)))
+            micro = _chunks(active, max(1, math.ceil(len(active) / config.micro_batch)))
             for k, indices in enumerate(micro):
                 batch = collate(
                     [rollouts[i] for i in indices], [advantages[i] for i in indices], pad_id
                 )
-                batch = Batch(*(t.to(accelerator.device) for t in vars(batch).values()))
+                batch = MicroBatch(*(t.to(accelerator.device) for t in vars(batch).values()))
                 last = k == len(micro) - 1
                 ref_logp = None
-                if settings.loss.kl_coef > 0:
+                if config.kl_coef > 0:
                     with torch.no_grad():
                         ref_logp, _ = token_logprobs(reference, batch)
                 with contextlib.nullcontext() if last else accelerator.no_sync(model):
@@ -144,7 +143,7 @@ def policy_update(
                         batch.old_logp,
                         batch.advantages,
                         batch.mask,
-                        settings.loss,
+                        config,
                         ref_logp=ref_logp,
                         denominator=denominator,
                     )
@@ -159,7 +158,7 @@ def policy_update(
                 for name, value in stats.items():
                     sums[name] = sums.get(name, 0.0) + value
                 micro_count += 1
-            grad_norm = accelerator.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
+            grad_norm = accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
