@@ -1,7 +1,7 @@
 """The `selfplay` command. Each area registers its own subcommands:
 
 validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
-pool                  the task pool: import, export, stats (selfplay/curriculum/commands.py)
+pool                  the task pool: import, export, stats (selfplay/datasets/commands.py)
 model prepare         the model that plays both roles  (selfplay/engine/commands.py)
 run                   a self-play run                  (selfplay/loop.py)
 eval                  benchmarks with pass@k           (selfplay/eval/commands.py)
@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from selfplay import config as config_module
-from selfplay.curriculum import commands as curriculum_commands
+from selfplay.datasets import commands as pool_commands
 from selfplay.engine import commands as engine_commands
 from selfplay.eval import commands as eval_commands
 from selfplay.executor import commands as executor_commands
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     executor_commands.register(sub)
-    curriculum_commands.register(sub)
+    pool_commands.register(sub)
     engine_commands.register(sub)
     eval_commands.register(sub)
     p = sub.add_parser("run", help="a self-play run (resumes when its folder has a checkpoint)")

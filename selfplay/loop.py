@@ -8,7 +8,7 @@ A run folder (`run.folder`, default `store/<run>/`) holds the resolved configura
 folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
 back, metrics of later (lost) steps are dropped, and the step after the checkpoint is run
 again. Labeled sets (`seed.labeled`) are imported into the pool when a run starts
-(`semi.py`). The pool needs no rollback: adding a task is idempotent (content hash) and so is
+(`selfplay.semi`). The pool needs no rollback: adding a task is idempotent (content hash) and so is
 recording a step's attempts (one record per task, step and model version), so a replayed step
 adds and counts nothing twice, and nothing committed is lost.
 """
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from selfplay.curriculum import TaskStore
-    from selfplay.curriculum.importer import ImportReport
+    from selfplay.datasets.importer import ImportReport
     from selfplay.engine.base import Engine
     from selfplay.eval.in_loop import InLoopEval
     from selfplay.executor import Executor

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from selfplay.config import ExecutorConfig
-from selfplay.data import data_root
+from selfplay.datasets.files import data_root
 from selfplay.executor import Executor
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from selfplay.config import ConfigError, ExecutorConfig, MathCheckConfig, load
-from selfplay.data import records
+from selfplay.datasets.files import records
 from selfplay.eval import code_benchmarks, math_benchmarks
 from selfplay.eval.in_loop import InLoopEval
 from selfplay.executor import Executor

@@ -11,7 +11,7 @@ import collections
 import pytest
 
 from selfplay.config import ExecutorConfig
-from selfplay.data import records
+from selfplay.datasets.files import records
 from selfplay.eval.code_tests import humaneval_program, mbpp_program
 from selfplay.executor import Executor
 from selfplay.executor.values import ValueRejected, canonical_from_text

@@ -17,13 +17,10 @@ current solver and draws training batches at the frontier of its ability.
     reads.py       the queries: the index of a run, task rows by id
     replay.py      rebuilds the difficulty state in the database from the attempts
     references.py  K diverse frontier tasks per proposer prompt
-    seeds.py       reading CRUXEval, MBPP (mbpp.py), AZR seeds and generic JSONL records
-    trajectories.py  each task's solve rate per step over the last steps, from `attempts`
-    selection.py   TraPO-style admission of unlabeled tasks by trajectory similarity
-    importer.py    importing them, every task re-validated by the executor
-    export.py      JSONL, Parquet and `datasets` folders, filtered, with provenance
     stats.py       counts, difficulty histogram and growth, as metrics or tables
-    commands.py    `selfplay pool import|export|stats`
+
+Reading data sets into the pool and exporting it: `selfplay.datasets`; the semi-supervised
+selection of unlabeled tasks (trajectories, TraPO): `selfplay.semi`.
 """
 
 __all__ = ["TaskStore", "Provenance", "TaskAttempts", "PoolTask", "SolverBatch", "StoreError"]

@@ -33,7 +33,6 @@ from sqlalchemy import select
 
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
-from selfplay.curriculum import selection as trapo
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
 from selfplay.curriculum.migrations import ensure_schema
@@ -48,7 +47,8 @@ from selfplay.curriculum.records import (
     TaskAttempts,
 )
 from selfplay.curriculum.schema import Ability, Attempt, RunRow
-from selfplay.curriculum.trajectories import TrajectoryWindow
+from selfplay.semi import selection as trapo
+from selfplay.semi.trajectories import TrajectoryWindow
 from selfplay.types import Task, TaskType
 
 

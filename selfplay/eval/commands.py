@@ -10,7 +10,7 @@ from pathlib import Path
 
 from selfplay import config as config_module
 from selfplay.config import EVAL_BENCHMARKS
-from selfplay.data import DataError
+from selfplay.datasets.files import DataError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

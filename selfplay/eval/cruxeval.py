@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from selfplay.data import data_root, records
+from selfplay.datasets.files import data_root, records
 from selfplay.eval import harness
 from selfplay.eval.harness import Sample
 from selfplay.judge import Judge

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfplay.data import DataError, data_root, records
+from selfplay.datasets.files import DataError, data_root, records
 from selfplay.eval import harness
 from selfplay.judge import Judge
 from selfplay.mathcheck import extract_answer, gsm8k_gold, math500_gold

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay import config as config_module
-from selfplay.data import BadLine, read_jsonl
+from selfplay.datasets.files import BadLine, read_jsonl
 from selfplay.executor import values
 from selfplay.types import Task, Verdict
 

@@ -55,7 +55,7 @@ How it departs from the papers:
   * TraPO's semi-supervised setting lives in the curriculum store, not in the loss: labeled
     tasks (`seed.labeled`) join solver batches at `curriculum.labeled_ratio`, and with
     `curriculum.selection: trapo` self-proposed tasks are admitted by how well their solve-rate
-    trajectories correlate with the labeled tasks' (`selfplay/curriculum/selection.py`).
+    trajectories correlate with the labeled tasks' (`selfplay/semi/selection.py`).
     Every answer is checked by the executor, so no majority-vote pseudo-labels are involved.
   * The log-probabilities the engine reports are those before temperature and top-p (the
     model's own distribution), so with temperature < 1 the first update is still on-policy

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.curriculum.export import ExportFilter, export
-from selfplay.curriculum.importer import import_file
+from selfplay.datasets.export import ExportFilter, export
+from selfplay.datasets.importer import import_file
 from selfplay.executor import Executor
 
 SEEDS = [

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from selfplay.curriculum import TaskStore
-from selfplay.curriculum.importer import import_file
-from selfplay.curriculum.mbpp import candidates, rename, triplet
 from selfplay.curriculum.records import Provenance
-from selfplay.curriculum.seeds import Candidate, Reject
+from selfplay.datasets.candidates import Candidate, Reject
+from selfplay.datasets.importer import import_file
+from selfplay.datasets.mbpp import candidates, rename, triplet
 from selfplay.executor import Executor
 from selfplay.types import Task
 from tests.conftest import require_data
@@ -253,7 +253,7 @@ def test_proposed_math_tasks_run_their_program_again_on_import(tmp_path, executo
 
 
 def test_proposed_math_tasks_export_and_import_back(tmp_path, executor):
-    from selfplay.curriculum.export import ExportFilter, export
+    from selfplay.datasets.export import ExportFilter, export
 
     problems = [(f"Tom has {n} apples and buys {n + 2} more. How many now?", n) for n in (3, 5)]
     tasks = [
@@ -274,7 +274,7 @@ def test_proposed_math_tasks_export_and_import_back(tmp_path, executor):
 
 
 def test_labeled_math_tasks_export_and_import_back(tmp_path):
-    from selfplay.curriculum.export import ExportFilter, export
+    from selfplay.datasets.export import ExportFilter, export
 
     math500 = write_lines(tmp_path / "math.jsonl", MATH)
     out = tmp_path / "export.jsonl"

@@ -18,7 +18,7 @@ line; a malformed record is a `malformed_record` reject; an MBPP assert that can
 task is one reject per task type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is
 dropped without a reason.
 
-Math problems (GSM8K, MATH-500; `seeds.MathCandidate`) take another path: they have no
+Math problems (GSM8K, MATH-500; `candidates.MathCandidate`) take another path: they have no
 program, so the executor is not involved. Their gold answer must parse with the math checker
 and be judged equal to itself (else no answer could ever be judged correct); a gold answer that
 fails is a `math:gold_<reason>` reject (`math:gold_unparsable`, `math:gold_not_self_equal`,
@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from selfplay.curriculum import seeds
 from selfplay.curriculum.records import Provenance, verification_record
-from selfplay.curriculum.seeds import Candidate, MathCandidate, Reject
+from selfplay.datasets import seeds
+from selfplay.datasets.candidates import Candidate, MathCandidate, Reject
 from selfplay.executor import values
 from selfplay.types import Task, Verdict
 

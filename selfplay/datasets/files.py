@@ -23,7 +23,7 @@ def data_root() -> Path:
     override = os.environ.get(DATA_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 class DataError(ValueError):

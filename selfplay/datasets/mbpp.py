@@ -32,7 +32,7 @@ import io
 import tokenize
 import warnings
 
-from selfplay.curriculum.seeds import Candidate, Reject
+from selfplay.datasets.candidates import Candidate, Reject
 
 KINDS = ("deduction", "abduction")
 

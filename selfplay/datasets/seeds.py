@@ -43,52 +43,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from selfplay.data import BadLine, read_jsonl
+from selfplay.datasets import mbpp
+from selfplay.datasets.candidates import Candidate, MathCandidate, Reject
+from selfplay.datasets.files import BadLine, read_jsonl
 from selfplay.mathcheck.extract import gsm8k_gold, math500_gold
 from selfplay.types import TASK_TYPES
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One task to validate, read from one record."""
-
-    line: int
-    source_id: str
-    type: str
-    program: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str | None, ...]  # as given; None where the record gives none
-    message: str = ""
-    n_visible: int | None = None
-    # A given output that is == to the computed one (240 and 240.0) still matches: a test
-    # assert (MBPP) checks with ==; the task keeps the computed, type-exact output.
-    loose_output: bool = False
-
-
-@dataclass(frozen=True)
-class MathCandidate:
-    """A labeled math problem: no program, its gold answer (LaTeX) is checked by the math
-    checker instead of computed by the executor."""
-
-    line: int
-    source_id: str
-    problem: str
-    gold: str
-    type: str = "math"
-
-
-@dataclass(frozen=True)
-class Reject:
-    """A record or candidate that did not become a task, and why."""
-
-    line: int
-    source_id: str
-    type: str | None
-    reason: str
-    detail: str = ""
 
 
 def read_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
@@ -169,8 +130,6 @@ def candidates(
     """The candidates of one record (an MBPP record may also give counted rejects, see
     `mbpp.py`, a math problem without a readable gold answer a `math:no_gold` reject);
     ValueError (with the reason) when it is malformed."""
-    from selfplay.curriculum import mbpp
-
     fmt = math_format(record)
     if fmt is not None:
         return [math_candidate(record, fmt, line)]

@@ -1,19 +1,19 @@
-"""Semi-supervised runs: labeled sets imported when a run starts, and the selection log.
+"""Labeled sets imported when a run starts, and the selection log.
 
 `seed.labeled` names labeled sets (CRUXEval, MBPP, AZR seeds or the generic JSONL; see
-`curriculum/seeds.py`) or math problems (GSM8K, MATH-500: `math` tasks whose output is the
-gold answer, checked by the math checker); `{data}` in a path is the external data folder
-(`selfplay.data`). They are checked before the model loads (a missing file, or a file of math
-problems when `selfplay.task_types` has no `math`, stops the run at once) and imported with
-origin `labeled` each time the run starts: the pool deduplicates by content hash, so a
-resumed run adds nothing twice.
+`datasets/seeds.py`) or math problems (GSM8K, MATH-500: `math` tasks whose output is the
+gold answer, checked by the math checker); `{data}` in a path is the external data
+folder (`selfplay.datasets.files`). They are checked before the model loads (a missing file,
+or a file of math problems when `selfplay.task_types` has no `math`, stops the run at once)
+and imported with origin `labeled` each time the run starts: the pool deduplicates by content
+hash, so a resumed run adds nothing twice.
 Each import's summary is appended to `imports.jsonl` in the run folder.
 
 With `curriculum.selection=trapo`, `selection.jsonl` in the run folder gets one line per
 unlabeled task whose admission was decided or changed at a step: task id, admitted or not,
 why (`similar`, `dissimilar`, `flat`, `beyond_top`, `few_points`, `no_reference`, ...), its
 similarity to the labeled trajectory and how many steps it rests on (see
-`curriculum/selection.py`). A restarted run logs every current decision once again.
+`semi/selection.py`). A restarted run logs every current decision once again.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import json
 import time
 from pathlib import Path
 
-from selfplay.data import data_root
+from selfplay.datasets.files import data_root
 
 
 def labeled_paths(config) -> list[Path]:
     """The labeled sets of `seed.labeled`, resolved and checked; raises before any work."""
     from selfplay.config import ConfigError
-    from selfplay.curriculum.seeds import MATH_FORMATS, guess_format
+    from selfplay.datasets.seeds import MATH_FORMATS, guess_format
 
     paths = [Path(p.replace("{data}", str(data_root()))) for p in config.seed.labeled]
     for path in paths:
@@ -50,7 +50,7 @@ def import_labeled(
     """Import each labeled set into the pool (only tasks of `types`, if given; math problems
     are checked by `checker`, a `MathChecker`; with `limit`, a sample of that many records of
     each set drawn with `seed`); returns the `ImportReport`s."""
-    from selfplay.curriculum.importer import import_file
+    from selfplay.datasets.importer import import_file
 
     reports = []
     with open(folder / "imports.jsonl", "a", encoding="utf-8") as log:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from selfplay.config import CurriculumConfig
-from selfplay.curriculum.trajectories import Trajectories
+from selfplay.semi.trajectories import Trajectories
 
 
 @dataclass(frozen=True)

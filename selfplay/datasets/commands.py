@@ -96,7 +96,7 @@ def _open_store(TaskStore, cfg, args, create: bool):
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from selfplay.curriculum.importer import import_file
+    from selfplay.datasets.importer import import_file
     from selfplay.executor.api import Executor
     from selfplay.mathcheck import MathChecker
 
@@ -146,7 +146,7 @@ def _print_report(report) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from selfplay.curriculum.export import ExportFilter, export
+    from selfplay.datasets.export import ExportFilter, export
 
     try:
         flt = ExportFilter(
