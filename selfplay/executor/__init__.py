@@ -36,8 +36,8 @@ makes the task invalid.
 Residual risks. RestrictedPython plus the guards is the first line, not the last: a program
 that defeats it controls its own child process. It still cannot read or write files, reach the
 network, signal or trace anything, start processes, see the trusted side's pipes or outlive its
-time limits (the tests in `tests/test_isolation.py` run such escaped code); but it can forge
-the results of the other runs in the same child, at most `ExecutorConfig.runs_per_child` of
+time limits (the tests in `tests/executor/test_isolation.py` run such escaped code); but it can
+forge the results of the other runs in the same child, at most `ExecutorConfig.runs_per_child` of
 them (set it to 1 for a fresh process per run, at about 1 ms per run). Kernel exploits through
 allowed system calls and timing side channels are out of scope. When a layer is missing on a
 machine the executor refuses to start (`SandboxUnavailable`) unless the configuration accepts

@@ -9,7 +9,7 @@ from accelerate import Accelerator
 from transformers import AutoModelForCausalLM
 
 from selfplay.trainer.checkpoint import Checkpoints
-from tests.test_trainer_update import tiny_model
+from tests.trainer.test_trainer_update import tiny_model
 
 
 def prepared(seed: int):

@@ -17,7 +17,7 @@ from selfplay.loop import run
 from selfplay.mathcheck import MathChecker
 from selfplay.trainer.metrics import read_metrics
 from tests.conftest import require_data
-from tests.test_eval_cruxeval import ScriptedEngine
+from tests.eval.test_eval_cruxeval import ScriptedEngine
 from tests.test_loop import overrides
 
 pytestmark = pytest.mark.data

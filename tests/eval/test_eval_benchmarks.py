@@ -15,7 +15,7 @@ from selfplay.executor import Executor
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from tests.conftest import require_data
-from tests.test_eval_cruxeval import ScriptedEngine
+from tests.eval.test_eval_cruxeval import ScriptedEngine
 
 pytestmark = pytest.mark.data
 
