@@ -3,19 +3,20 @@
 Each stage takes the run and the frozen records of the stages before it and returns new
 records (`selfplay.types`); none changes a record it was given.
 
-propose   the model writes tasks: per task type, prompts with K references from the pool
-          (induction prompts also get a program from the pool to write inputs for)
-validate  the executor checks each proposal (a math task's `f()` must return a number); a valid
-          one becomes a `Task`
-store     valid tasks enter the pool (duplicates keep their existing id)
-sample    a frontier batch for the solver is drawn from the pool
-solve     the model answers each new valid task `attempts` times (to estimate its solve rate)
-          and each frontier task `solver_samples` times (to train on)
-verify    the executor judges every answer (the math checker a math task's answers); the
-          attempts are recorded in the pool
-reward    rewards and advantages of both roles become `Rollout`s
-update    one policy update on the rollouts
-sync      the generation engine gets the new weights
+stage     returns     what it does
+propose   Proposed    the model writes tasks: per task type, prompts with K references from the
+                      pool (induction prompts also get a program from the pool)
+validate  Validated   the executor checks each proposal (a math task's `f()` must return a
+                      number); a valid one carries its `Task`
+store     Stored      valid tasks enter the pool (duplicates keep their existing id)
+sample    SolverBatch a frontier batch for the solver is drawn from the pool
+solve     Attempted   the model answers each new valid task `attempts` times (to estimate its
+                      solve rate) and each frontier task `solver_samples` times (to train on)
+verify    Judged      the run's `Judge` judges every answer (the executor, or the math checker
+                      for math tasks); the attempts are recorded in the pool
+reward    Rollout     rewards and advantages of both roles, from the solve rates of new tasks
+update    metrics     one policy update on the rollouts
+sync      (nothing)   the generation engine gets the new weights
 """
 
 from __future__ import annotations
