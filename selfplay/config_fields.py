@@ -90,8 +90,17 @@ def _choices(hint: object) -> tuple:
     return ()
 
 
+# The words YAML 1.1 turns into False and True.
+_YAML_WORDS = {False: ("no", "off", "false", "n"), True: ("yes", "on", "true", "y")}
+
+
 def _choose(value: object, options: tuple, where: str, noun: str = "value") -> object:
-    """`value` if it is one of `options`, of the same type (`True` is not `1`)."""
+    """`value` if it is one of `options`, of the same type (`True` is not `1`). YAML 1.1 reads
+    `no`, `off`, `yes`, `on` as booleans, so a boolean for a set of words is taken back as the
+    one such word in the set (`trainer.mixed_precision=no`)."""
+    if isinstance(value, bool) and not any(isinstance(o, bool) for o in options):
+        words = [o for o in options if str(o).lower() in _YAML_WORDS[value]]
+        value = words[0] if len(words) == 1 else value
     if not any(value == option and type(value) is type(option) for option in options):
         allowed = ", ".join(map(str, options))
         raise ConfigError(f"{where}: unknown {noun} {value!r}; choose from {allowed}")

@@ -87,3 +87,14 @@ def test_literal_fields_list_their_values_and_refuse_others():
 def test_shipped_recipes_load(name):
     cfg = load(Path(__file__).parent.parent / "recipes" / name)
     assert cfg.run.steps > 0 and cfg.curriculum.run != "default"
+
+
+def test_yaml_booleans_read_back_as_the_word_a_choice_allows(tmp_path):
+    """YAML 1.1 reads `no` as False: `trainer.mixed_precision=no` still means "no", in an
+    override and in a recipe, while a boolean that names no allowed word is still refused."""
+    assert load(None, ["trainer.mixed_precision=no"]).trainer.mixed_precision == "no"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("trainer:\n  mixed_precision: no\n")
+    assert load(recipe, []).trainer.mixed_precision == "no"
+    with pytest.raises(ConfigError, match="trainer.aggregation"):
+        load(None, ["trainer.aggregation=no"])
