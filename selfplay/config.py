@@ -354,7 +354,10 @@ class TrainerConfig(Checked):
 
     lr: float = knob(1e-6, "AdamW learning rate")
     weight_decay: float = knob(0.0, "AdamW weight decay")
-    warmup_steps: int = knob(0, "steps of linear learning-rate warm-up")
+    warmup_steps: int = knob(
+        0,
+        "optimizer steps of linear learning-rate warm-up (a step takes mini_batches x ppo_epochs)",
+    )
     advantage: AdvantageEstimator = knob("trr++", "advantage estimator (see trainer/advantages.py)")
     clip_low: float = knob(0.2, "PPO clip range below 1 (ratio >= 1 - clip_low)")
     clip_high: float = knob(0.28, "PPO clip range above 1 (ratio <= 1 + clip_high)")

@@ -103,7 +103,7 @@ def run_step(run: Run, step: int) -> dict[str, float]:
         rates = stages.solve_rates(stored, judged)
         rollouts = stages.reward(run, stored, rates, judged)
     with timer("update"):
-        update = stages.update(run, rollouts)
+        update = stages.update(run, rollouts, step)
     with timer("sync"):
         stages.sync(run)
     metrics = step_metrics(run, stored, judged, rates, batch, rollouts, update, timer)

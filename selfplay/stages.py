@@ -59,7 +59,7 @@ _PROGRAM_TYPES = ("deduction", "abduction")
 # step count keeps (seed, step) pairs apart; each step has room for STAGE_SLOTS stages.
 _STEPS_PER_SEED = 1_000_003
 _STAGE_SLOTS = 16
-_PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE = 0, 1, 2
+_PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
 # use salt k; the programs that induction proposals write inputs for use 101 + k, so that the
@@ -295,7 +295,9 @@ def _solver_rollout(run: Run, judged: Judged, group_offset: int) -> Rollout:
     return Rollout("solve", a.task.type, group, a.prompt_ids, a.completion_ids, a.logprobs, r)
 
 
-def update(run: Run, rollouts: tuple[Rollout, ...]) -> dict[str, float]:
+def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, float]:
+    """One policy update on the tempered distribution the rollouts were sampled from, its
+    mini-batches drawn with a seed of the step."""
     if not rollouts:
         return {}
     run.engine.sleep()
@@ -310,6 +312,8 @@ def update(run: Run, rollouts: tuple[Rollout, ...]) -> dict[str, float]:
             run.config.trainer,
             run.pad_id,
             run.reference,
+            temperature=run.config.generation.temperature,
+            seed=_seed(run, step, _UPDATE_STAGE),
         )
     finally:
         run.engine.wake_up()

@@ -4,10 +4,12 @@ A request is a batch of chats (each a tuple of `Message`) and one `SamplingParam
 one `Generation` per chat, holding the prompt's token ids and `n` completions, each with its
 token ids and the log-probability of every sampled token.
 
-Log-probabilities are those of the model's own distribution, `log_softmax(logits)`, before
-temperature and top-p: the quantity the policy-gradient loss compares against (an importance
-ratio needs the probability the policy assigns, not the probability after the sampler's
-reshaping). With temperature 1 and top-p 1 they are also the sampling probabilities.
+Log-probabilities are those of the distribution each token was sampled from: softmax(logits /
+temperature), restricted to the top-p nucleus and renormalised (greedy decoding reports the
+model's own, temperature-1 log-probability). The trainer scores the same tempered distribution
+(`trainer.update`), so with top-p 1 the importance ratio of the first update after sampling is
+exactly 1; with top-p < 1 it is the ratio of the tempered policy to the truncated sampler, at
+most 1 for every sampled token.
 
 Completion token ids include the end-of-sequence token when the model produced one (the policy
 learns to stop), and the tokens through a stop string; the `text` is cut before the stop string

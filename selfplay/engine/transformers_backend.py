@@ -27,20 +27,25 @@ __all__ = ["TransformersEngine", "sample_tokens"]
 
 def sample_tokens(
     logits: torch.Tensor, temperature: float, top_p: float, generator
-) -> torch.Tensor:
-    """One token per row of `logits` (float32, [rows, vocab])."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token per row of `logits` (float32, [rows, vocab]) and its log-probability under
+    the distribution it was drawn from: softmax(logits / temperature), restricted to the
+    nucleus and renormalised when top_p < 1 (vLLM's "processed" log-probabilities). Greedy
+    decoding reports the model's own log-probability (temperature 1)."""
     if temperature == 0:
-        return logits.argmax(-1)
-    probs = torch.softmax(logits / temperature, dim=-1)
-    if top_p >= 1:
-        return torch.multinomial(probs, 1, generator=generator)[:, 0]
-    # Nucleus: keep the most likely tokens until their mass reaches top_p (the token that
-    # crosses the threshold is kept, so at least one token always survives).
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
-    outside = sorted_probs.cumsum(-1) - sorted_probs > top_p
-    sorted_probs = sorted_probs.masked_fill(outside, 0.0)
-    choice = torch.multinomial(sorted_probs, 1, generator=generator)
-    return order.gather(1, choice)[:, 0]
+        token = logits.argmax(-1)
+        return token, torch.log_softmax(logits, -1).gather(1, token[:, None])[:, 0]
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    if top_p < 1:
+        # Nucleus: keep the most likely tokens until their mass reaches top_p (the token that
+        # crosses the threshold is kept, so at least one token always survives).
+        sorted_logp, order = logp.sort(dim=-1, descending=True)
+        sorted_probs = sorted_logp.exp()
+        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p
+        outside = torch.zeros_like(outside).scatter(1, order, outside)
+        logp = torch.log_softmax(logp.masked_fill(outside, float("-inf")), dim=-1)
+    token = torch.multinomial(logp.exp(), 1, generator=generator)[:, 0]
+    return token, logp.gather(1, token[:, None])[:, 0]
 
 
 class TransformersEngine:
@@ -159,8 +164,7 @@ class TransformersEngine:
             rows = _Rows(len(batch), self, params)
             alive = torch.arange(len(batch), device=ids.device)
             for step in range(params.max_tokens):
-                token = sample_tokens(logits, params.temperature, params.top_p, generator)
-                logp = torch.log_softmax(logits, -1).gather(1, token[:, None])[:, 0]
+                token, logp = sample_tokens(logits, params.temperature, params.top_p, generator)
                 keep = rows.append(alive.tolist(), token.tolist(), logp.tolist())
                 if not keep or step == params.max_tokens - 1:
                     break

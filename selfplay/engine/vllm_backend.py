@@ -18,8 +18,8 @@ the whole process, and its start seeds the process's global RNGs with `engine.se
 in the same process runs under those settings. That is why transformers stays the CPU default.
 
 Prompts are rendered and tokenized by our tokenizer (`template.py`) and given to vLLM as token
-ids, so both backends see identical prompts. Log-probabilities are vLLM's raw log-probs (before
-temperature and top-p), as in `base.py`.
+ids, so both backends see identical prompts. Log-probabilities are vLLM's processed log-probs
+(those of the distribution it sampled from, after temperature and top-p), as in `base.py`.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class VLLMEngine:
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             enforce_eager=config.vllm_enforce_eager,
             enable_sleep_mode=self.on_gpu,
-            logprobs_mode="raw_logprobs",
+            logprobs_mode="processed_logprobs",
             # vLLM's CPU sampler cannot rewind a seeded request's generator after a partial
             # (chunked) prefill, so on CPU prompts are prefilled whole.
             enable_chunked_prefill=self.on_gpu,

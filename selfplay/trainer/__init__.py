@@ -57,7 +57,8 @@ How it departs from the papers:
     `curriculum.selection: trapo` self-proposed tasks are admitted by how well their solve-rate
     trajectories correlate with the labeled tasks' (`selfplay/semi/selection.py`).
     Every answer is checked by the executor, so no majority-vote pseudo-labels are involved.
-  * The log-probabilities the engine reports are those before temperature and top-p (the
-    model's own distribution), so with temperature < 1 the first update is still on-policy
-    with respect to the trained distribution, not the sampling one.
+  * The policy trained is the tempered distribution the engine samples from
+    (softmax(logits / temperature), as verl and TRL score it): the engines report the
+    log-probabilities of the distribution they sampled from and the update scores the same
+    tempered logits, so the gradient is taken on samples of the distribution it changes.
 """

@@ -13,15 +13,23 @@ Two savings that leave the gradient exactly as it is:
     model head and the log-softmax run only over the last (longest completion) positions,
     not over the prompts (`logits_to_keep`).
 
-Log-probabilities are those of the model's own distribution, log_softmax(logits), the same
-quantity the generation engines report for sampled tokens, so the importance ratio is 1 for
-the first optimizer step after sampling.
+The policy trained is the tempered distribution the engine samples from,
+softmax(logits / temperature): its log-probabilities are what the engines report for sampled
+tokens (`engine.base`), so with top-p 1 the importance ratio is 1 for the first optimizer step
+after sampling, and the gradient is that of the distribution that drew the samples.
+
+Mini-batches are cut from a seeded shuffle of the rollouts, so that each optimizer step sees a
+fair share of both roles and of short and long answers; within a mini-batch, rollouts are
+sorted by length before they are cut into micro-batches, so that little padding is wasted.
+The learning-rate schedule advances once per optimizer step (`trainer.warmup_steps` counts
+optimizer steps), and the rate reported is the one the last optimizer step used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -69,8 +77,11 @@ def collate(rollouts: Sequence[Rollout], advantages: Sequence[float], pad_id: in
     return MicroBatch(ids, attention, positions, ids[:, width - tail :], mask, old, adv)
 
 
-def token_logprobs(model, batch: MicroBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(log-probability of each target token, entropy of each position's distribution).
+def token_logprobs(
+    model, batch: MicroBatch, temperature: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log-probability of each target token, entropy of each position's distribution), under
+    softmax(logits / temperature); temperature 0 (greedy sampling) scores the model's own.
 
     The logits at position t predict token t + 1, so the last C targets need the C logits
     before the last position: keep C + 1 and drop the final one."""
@@ -81,7 +92,10 @@ def token_logprobs(model, batch: MicroBatch) -> tuple[torch.Tensor, torch.Tensor
         position_ids=batch.position_ids,
         logits_to_keep=tail + 1,
     )
-    logp_all = torch.log_softmax(out.logits[:, :-1].float(), dim=-1)
+    logits = out.logits[:, :-1].float()
+    if temperature > 0 and temperature != 1:
+        logits = logits / temperature
+    logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
         entropy = -(logp_all.exp() * logp_all).sum(-1)
@@ -91,6 +105,13 @@ def token_logprobs(model, batch: MicroBatch) -> tuple[torch.Tensor, torch.Tensor
 def _chunks(items: list, parts: int) -> list[list]:
     size = math.ceil(len(items) / parts)
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _mini_batches(lengths: Sequence[int], parts: int, rng: random.Random) -> list[list[int]]:
+    """Rollout indices in `parts` mini-batches cut from a shuffle, each sorted by length."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    return [sorted(mini, key=lengths.__getitem__) for mini in _chunks(order, parts)]
 
 
 def policy_update(
@@ -103,15 +124,19 @@ def policy_update(
     config: TrainerConfig,
     pad_id: int,
     reference=None,
+    temperature: float = 1.0,
+    seed: int = 0,
 ) -> dict[str, float]:
     """Train on `rollouts`; returns statistics averaged over the optimizer steps taken.
     From `config` it takes the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
     gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`). `reference` is
-    the frozen model of the KL term (needed when `config.kl_coef > 0`)."""
+    the frozen model of the KL term (needed when `config.kl_coef > 0`). `temperature` is the
+    one the rollouts were sampled at; `seed` draws the mini-batches."""
     if config.kl_coef > 0 and reference is None:
         raise ValueError("kl_coef > 0 needs a reference model")
     length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
-    order = sorted(range(len(rollouts)), key=length.__getitem__)  # little padding per batch
+    rng = random.Random(seed)
+    lr = float(scheduler.get_last_lr()[0])
     # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
     skippable = config.kl_coef == 0
     sums: dict[str, float] = {}
@@ -119,7 +144,7 @@ def policy_update(
     model.train()
     skipped = 0
     for _ in range(config.ppo_epochs):
-        for mini in _chunks(order, config.mini_batches):
+        for mini in _mini_batches(length, config.mini_batches, rng):
             denominator = _denominator([rollouts[i] for i in mini], config.aggregation)
             active = [i for i in mini if advantages[i] != 0.0 or not skippable]
             skipped += len(mini) - len(active)
@@ -135,9 +160,9 @@ def policy_update(
                 ref_logp = None
                 if config.kl_coef > 0:
                     with torch.no_grad():
-                        ref_logp, _ = token_logprobs(reference, batch)
+                        ref_logp, _ = token_logprobs(reference, batch, temperature)
                 with contextlib.nullcontext() if last else accelerator.no_sync(model):
-                    logp, entropy = token_logprobs(model, batch)
+                    logp, entropy = token_logprobs(model, batch, temperature)
                     loss, stats = policy_loss(
                         logp,
                         batch.old_logp,
@@ -159,6 +184,7 @@ def policy_update(
                     sums[name] = sums.get(name, 0.0) + value
                 micro_count += 1
             grad_norm = accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            lr = float(scheduler.get_last_lr()[0])  # the rate this optimizer step uses
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
@@ -168,7 +194,7 @@ def policy_update(
     out["optimizer_steps"] = float(steps)
     out["zero_advantage_skipped"] = float(skipped)
     out["tokens"] = float(sum(len(r.completion_ids) for r in rollouts))
-    out["lr"] = float(scheduler.get_last_lr()[0])
+    out["lr"] = lr
     return out
 
 

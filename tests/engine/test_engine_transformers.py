@@ -151,3 +151,52 @@ def test_plain_template_for_base_models(smol_tokenizer, tiny_model):
             render(smol_tokenizer, messages, "chat")
     finally:
         smol_tokenizer.chat_template = template
+
+
+def test_logprobs_are_those_of_the_tempered_nucleus_the_token_was_drawn_from(engine, tiny_model):
+    """At temperature 0.7 and top-p 0.9 the reported log-probability is that of the
+    distribution sampled from: softmax(logits / 0.7) restricted to the nucleus, renormalised."""
+    params = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=10, seed=5)
+    [generation] = engine.generate(PROMPTS[1:2], params)
+    completion = generation.completions[0]
+    sequence = list(generation.prompt_token_ids) + list(completion.token_ids)
+    with torch.no_grad():
+        logits = tiny_model(torch.tensor([sequence])).logits[0].float()
+    probs = torch.softmax(logits / 0.7, -1)[:-1][-len(completion.token_ids) :]
+    for row, token, reported in zip(probs, completion.token_ids, completion.logprobs):
+        ranked, order = row.sort(descending=True)
+        keep = order[(ranked.cumsum(0) - ranked) <= 0.9]
+        assert token in keep.tolist()  # never drawn from outside the nucleus
+        expected = torch.log(row[token] / row[keep].sum())
+        assert abs(reported - float(expected)) < 1e-4
+
+
+def test_the_update_scores_the_tempered_distribution_the_engine_sampled(engine, tiny_model):
+    """Answers sampled at temperature 0.7 (top-p 1): the first update's importance ratio is 1
+    on every token, so nothing is clipped; scored at temperature 1 it would not be."""
+    from accelerate import Accelerator
+
+    from selfplay.config import TrainerConfig
+    from selfplay.trainer.update import policy_update
+    from selfplay.types import Rollout
+
+    params = SamplingParams(n=4, temperature=0.7, max_tokens=8, seed=3)
+    [generation] = engine.generate(PROMPTS[2:3], params)
+    data = [
+        Rollout("solve", "deduction", 0, generation.prompt_token_ids, c.token_ids, c.logprobs, 0)
+        for c in generation.completions
+    ]
+    optimizer = torch.optim.SGD(tiny_model.parameters(), lr=0.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    settings = TrainerConfig(micro_batch=4, max_grad_norm=1e9)
+    pad = engine.tokenizer.pad_token_id
+
+    def ratio(temperature: float) -> float:
+        stats = policy_update(
+            Accelerator(cpu=True), tiny_model, optimizer, scheduler, data,
+            [1.0, -1.0, 1.0, -1.0], settings, pad, temperature=temperature,
+        )  # fmt: skip
+        return stats["ratio_mean"]
+
+    assert ratio(0.7) == pytest.approx(1.0, abs=1e-5)
+    assert abs(ratio(1.0) - 1.0) > 1e-3

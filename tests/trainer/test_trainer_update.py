@@ -157,3 +157,37 @@ def test_kl_to_the_reference_pulls_the_policy_back():
     assert stats["zero_advantage_skipped"] == 0 and stats["optimizer_steps"] == 1
     assert stats["kl_ref"] == pytest.approx(before, rel=1e-4)
     assert kl() < before
+
+
+def test_mini_batches_mix_short_and_long_rollouts_and_are_sorted_within():
+    """Sorted-then-cut mini-batches put all short answers in one optimizer step and all long
+    proposals in the other; a seeded shuffle mixes them, each mini-batch sorted for padding."""
+    import random
+
+    from selfplay.trainer.update import _mini_batches
+
+    lengths = [10] * 8 + [200] * 8
+    minis = _mini_batches(lengths, 2, random.Random(0))
+    assert sorted(i for m in minis for i in m) == list(range(16))
+    for mini in minis:
+        assert 0 < sum(lengths[i] == 10 for i in mini) < len(mini)
+        assert [lengths[i] for i in mini] == sorted(lengths[i] for i in mini)
+    assert minis == _mini_batches(lengths, 2, random.Random(0))
+    assert minis != _mini_batches(lengths, 2, random.Random(1))
+
+
+def test_the_reported_learning_rate_is_the_one_the_step_used():
+    """With a warm-up of 4 optimizer steps, the first update (one step) reports lr/4, the rate
+    that step used, not the next step's lr/2; warm-up counts optimizer steps."""
+    model = tiny_model()
+    data = rollouts(model)
+    accelerator = Accelerator(cpu=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.4)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 4))
+    settings = TrainerConfig(micro_batch=2, max_grad_norm=1e9, mini_batches=2)
+    advantages = [1.0, -1.0] * 3
+    first = policy_update(accelerator, model, optimizer, scheduler, data, advantages, settings, 0)
+    assert first["optimizer_steps"] == 2
+    assert first["lr"] == pytest.approx(0.2)  # the second step's rate: 0.4 * 2/4
+    second = policy_update(accelerator, model, optimizer, scheduler, data, advantages, settings, 0)
+    assert second["lr"] == pytest.approx(0.4)
