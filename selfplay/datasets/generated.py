@@ -1,0 +1,126 @@
+"""A fixed family of small code-reasoning tasks from program templates: the controlled task set
+of the learning benchmark (`benchmarks/learning_bench.py`) and a frozen held-out set for runs.
+
+Each template is a short Python function with constants to fill in (arithmetic, string and
+list operations, a branch, a loop), the kind of program self-play proposes early on. A
+program's text decides its split (a hash of the text), so the train and held-out splits never
+share a program, only the templates; the held-out items test whether what the solver learned on
+some programs carries over to others. Outputs are computed by the project's executor, so every
+task is a real, deterministic run, exactly as a validated proposal would be.
+
+The family is deterministic for a (seed, split, count): the same tasks on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from selfplay.types import Task
+
+__all__ = ["TEMPLATES", "Template", "generated_tasks"]
+
+Split = Literal["train", "heldout"]
+HELDOUT_SHARE = 5  # one program text in five belongs to the held-out split
+
+_WORDS = ("cat", "apple", "river", "stone", "banana", "moon", "tiger", "paper", "cloud", "lemon")
+_LETTERS = "aeinorst"
+
+
+def _int(rng: random.Random) -> str:
+    return str(rng.randint(0, 20))
+
+
+def _pair(rng: random.Random) -> str:
+    return f"{rng.randint(0, 9)}, {rng.randint(0, 9)}"
+
+
+def _word(rng: random.Random) -> str:
+    return repr(rng.choice(_WORDS))
+
+
+def _ints(rng: random.Random) -> str:
+    return repr([rng.randint(0, 9) for _ in range(rng.randint(3, 5))])
+
+
+@dataclass(frozen=True)
+class Template:
+    """A program with `{a}`, `{b}`, `{c}` holes and a generator of its inputs."""
+
+    program: str
+    argument: Callable[[random.Random], str]
+
+    def fill(self, rng: random.Random) -> str:
+        return self.program.format(
+            a=rng.randint(2, 9), b=rng.randint(1, 9), c=repr(rng.choice(_LETTERS))
+        )
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template("def f(x):\n    return x + {a}", _int),
+    Template("def f(x):\n    return x * {a} - {b}", _int),
+    Template("def f(x):\n    return x % {a}", _int),
+    Template("def f(x):\n    return x // {a} + {b}", _int),
+    Template("def f(x, y):\n    return x * y + {a}", _pair),
+    Template("def f(x):\n    if x > {a}:\n        return x - {a}\n    return {b} * x", _int),
+    Template(
+        "def f(n):\n    total = 0\n    for i in range(n):\n        total += {a}\n    return total",
+        _int,
+    ),
+    Template("def f(s):\n    return s[::-1] + {c}", _word),
+    Template("def f(s):\n    return s.upper() + {c}", _word),
+    Template("def f(s):\n    return s[{b}:] + s[:{b}]", _word),
+    Template("def f(s):\n    return s.count({c}) * {a}", _word),
+    Template("def f(s):\n    return len(s) + {a}", _word),
+    Template("def f(s):\n    return s.replace({c}, '')", _word),
+    Template("def f(xs):\n    return sum(xs) + {a}", _ints),
+    Template("def f(xs):\n    return [x * {a} for x in xs]", _ints),
+    Template("def f(xs):\n    return sorted(xs)[{b} % len(xs)]", _ints),
+    Template("def f(xs):\n    return [x for x in xs if x > {b}]", _ints),
+    Template("def f(xs):\n    return max(xs) - min(xs) + {a}", _ints),
+)
+
+
+def _split_of(program: str) -> Split:
+    digest = hashlib.sha256(program.encode()).digest()
+    return "heldout" if digest[0] % HELDOUT_SHARE == 0 else "train"
+
+
+def _candidates(rng: random.Random, split: Split, count: int) -> list[tuple[str, str]]:
+    """(program, input) pairs of `split`, no pair twice, templates tried in turn."""
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[str, str]] = []
+    tries = 0
+    while len(out) < count:
+        tries += 1
+        if tries > 200 * count:
+            raise RuntimeError(f"the templates cannot give {count} distinct {split} tasks")
+        template = TEMPLATES[tries % len(TEMPLATES)]
+        program = template.fill(rng)
+        pair = (program, template.argument(rng))
+        if _split_of(program) == split and pair not in seen:
+            seen.add(pair)
+            out.append(pair)
+    return out
+
+
+def generated_tasks(
+    executor, count: int, split: Split, seed: int = 0, task_type: str = "deduction"
+) -> list[Task]:
+    """`count` tasks of the family's `split` (`deduction`: predict the output; `abduction`:
+    find an input), their outputs computed by `executor` (an `Executor`)."""
+    if task_type not in ("deduction", "abduction"):
+        raise ValueError(f"the generated family has deduction and abduction tasks, not {task_type}")
+    rng = random.Random(f"{seed}:{split}:{task_type}")
+    pairs = _candidates(rng, split, count)
+    verdicts = executor.validate(pairs)
+    failed = [(p, v.reason) for p, v in zip(pairs, verdicts, strict=True) if not v.ok]
+    if failed:
+        raise RuntimeError(f"a template program failed to run: {failed[0]}")
+    return [
+        Task(task_type, program, (v.input,), (v.output,), cpu_s=v.cpu_s)
+        for (program, _), v in zip(pairs, verdicts, strict=True)
+    ]
