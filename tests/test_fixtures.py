@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "completions.jsonl"
 FLOORS = {
     "proposer/deduction": (19, 7),
     "proposer/abduction": (25, 15),
-    "proposer/induction": (0, 0),
+    "proposer/induction": (3, 0),
     "solver/deduction": (32, 1),
     "solver/abduction": (11, 0),
     "solver/induction": (58, 1),
