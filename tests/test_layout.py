@@ -135,3 +135,35 @@ def test_regexes_follow_the_config():
     assert regexes[0] == regexes[2] == proposal_regex("deduction", config.roles)
     assert regexes[1] == proposal_regex("induction", config.roles)
     assert not regexes[0].startswith("<think>")
+
+
+@pytest.mark.slow
+def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
+    """The embedded model on vLLM, constrained: every completion that ends (is not cut by the
+    token limit) parses, and each task type gets at least one proposal."""
+    from dataclasses import replace
+
+    from selfplay.engine import make_engine, sampling
+    from selfplay.engine.model import load_model
+    from selfplay.extract import ANSWER_STOP
+    from selfplay.proposer import proposer_prompt
+
+    overrides = ["engine.backend=vllm", "generation.temperature=0.7", "generation.top_p=0.9"]
+    config = load(None, [*overrides, "generation.max_new_tokens=384", "engine.max_model_len=2048"])
+    kinds = ["deduction", "abduction", "induction"]
+    prompts = [proposer_prompt(k, [], config.roles, PROGRAM) for k in kinds]
+    params = sampling(config.generation, n=3, seed=0, stop=ANSWER_STOP)
+    params = replace(params, regex=tuple(proposal_regex(k, config.roles) for k in kinds))
+    model, tokenizer, source = load_model(config.model)
+    engine = make_engine(config, model, tokenizer, source)
+    try:
+        generations = engine.generate(prompts, params)
+    finally:
+        engine.close()
+    for kind, generation in zip(kinds, generations, strict=True):
+        results = []
+        for c in generation.completions:
+            result = parse_proposal(c.text, kind, program=PROGRAM, min_inputs=4, max_inputs=6)
+            assert c.finish_reason == "length" or isinstance(result, Proposal), (c.text, result)
+            results.append(result)
+        assert any(isinstance(r, Proposal) for r in results), (kind, generation.completions)
