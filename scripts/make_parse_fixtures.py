@@ -2,12 +2,15 @@
 
     .venv/bin/python scripts/make_parse_fixtures.py [--per-type 64] [key=value ...]
     .venv/bin/python scripts/make_parse_fixtures.py --report      # only re-read the fixtures
+    .venv/bin/python scripts/make_parse_fixtures.py --kinds solver/abduction --per-type 40 \
+        --out tests/fixtures/abduction_answers.jsonl                # one kind, another file
 
 Reference tasks and tasks to solve come from the AZR seed files ($SELFPLAY_DATA/azr_seed, else
 ../shared/data/azr_seed), validated by the executor so that their outputs are canonical. The
 configured model (default: the embedded SmolLM2-135M-Instruct) writes `--per-type` proposals and
 answers for each task type with the configured sampling; they are written to
-tests/fixtures/completions.jsonl with what was asked. The report (printed as JSON) says how many
+tests/fixtures/completions.jsonl (or `--out`) with what was asked; `--kinds` limits them to some
+of the six role/type kinds. The report (printed as JSON) says how many
 parse and how many proposals the executor validates. Any `key=value` is a config override, e.g.
 `engine.backend=vllm` or `roles.think=false`.
 """
@@ -26,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "completions.jsonl"
+TYPES = ("deduction", "abduction", "induction")
 
 
 def seed_tasks(executor, data: Path, limit: int = 400):
@@ -54,22 +58,26 @@ def seed_tasks(executor, data: Path, limit: int = 400):
     return tasks
 
 
-def requests(tasks, per_type: int, roles, references: int, rng: random.Random):
-    """(record, chat) pairs: proposals and answers, `per_type` of each task type."""
+KINDS = tuple(f"{role}/{t}" for role in ("proposer", "solver") for t in TYPES)
+
+
+def requests(tasks, per_type: int, roles, references: int, rng: random.Random, kinds=KINDS):
+    """(record, chat) pairs: proposals and answers, `per_type` of each of `kinds`."""
     from selfplay.proposer import proposer_prompt
     from selfplay.solver import solver_prompt
 
     simple = [t for t in tasks if t.type != "induction" and len(t.program) < 600]
     induction = [t for t in tasks if t.type == "induction" and len(t.inputs) > 3]
     out = []
-    for kind in ("deduction", "abduction", "induction"):
-        for _ in range(per_type):
+    for kind in TYPES:
+        for _ in range(per_type if f"proposer/{kind}" in kinds else 0):
             refs = rng.sample(induction if kind == "induction" else simple, references)
             program = rng.choice(simple).program if kind == "induction" else None
             record = {"role": "proposer", "type": kind, "program": program}
             out.append((record, proposer_prompt(kind, refs, roles, program)))
-    for kind in ("deduction", "abduction", "induction"):
-        for task in rng.sample(induction if kind == "induction" else simple, per_type):
+    for kind in TYPES:
+        count = per_type if f"solver/{kind}" in kinds else 0
+        for task in rng.sample(induction if kind == "induction" else simple, count):
             task = dataclasses.replace(task, type=kind)
             record = {"role": "solver", "type": kind, "task": dataclasses.asdict(task)}
             out.append((record, solver_prompt(task, roles)))
@@ -95,6 +103,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--per-type", type=int, default=64)
     parser.add_argument("--report", action="store_true", help="only report on the fixtures")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--out", type=Path, default=FIXTURES, help="the fixture file")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     args = parser.parse_args()
 
@@ -113,14 +123,15 @@ def main() -> int:
                 cfg.roles,
                 cfg.curriculum.references,
                 random.Random(cfg.engine.seed),
+                args.kinds,
             )
             completions = generate(cfg, [chat for _, chat in pairs])
-            FIXTURES.parent.mkdir(parents=True, exist_ok=True)
-            with FIXTURES.open("w") as out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            with args.out.open("w") as out:
                 for (record, _), c in zip(pairs, completions, strict=True):
                     extra = {"text": c.text, "finish_reason": c.finish_reason}
                     out.write(json.dumps({**record, **extra}) + "\n")
-        records = [json.loads(line) for line in FIXTURES.read_text().splitlines()]
+        records = [json.loads(line) for line in args.out.read_text().splitlines()]
         summary = report(records, executor)
     reasons = Counter(summary.pop("failures"))
     sampled = {"temperature": cfg.generation.temperature, "top_p": cfg.generation.top_p}

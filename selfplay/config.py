@@ -278,6 +278,11 @@ class GenerationConfig(Checked):
     top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
     samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")
+    constrained_proposals: bool = knob(
+        False,
+        "keep proposals inside their layout (a regex per task type; vLLM structured output, "
+        "refused by the transformers backend)",
+    )
 
     def check(self) -> None:
         positive(self, "max_new_tokens", "samples")

@@ -32,6 +32,7 @@ from selfplay.curriculum.records import verification_record
 from selfplay.engine import sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
+from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, solver_prompt
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.rewards import RoleResult
@@ -99,6 +100,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
         seed=_seed(run, step, _PROPOSE_STAGE),
         stop=ANSWER_STOP,
     )
+    params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))
     proposed = []
     for group, ((task_type, refs, program), generation) in enumerate(
         zip(meta, run.engine.generate(prompts, params), strict=True)

@@ -57,10 +57,31 @@ def test_induction_proposals():
     assert parse_proposal(one_block, "induction", PROGRAM).inputs == ("[1]", "[2]", "'a', 3")
     assert parse_proposal("```input\n[1]\n```", "induction", PROGRAM).reason == "too_few_inputs"
     no_message = parse_proposal("```input\n[1]\n```\n```input\n[2]\n```", "induction", PROGRAM)
-    assert no_message.reason == "no_message"
+    assert no_message == Proposal("induction", PROGRAM, ("[1]", "[2]"), "")
     assert parse_proposal("nothing", "induction", PROGRAM).reason == "no_inputs"
     with pytest.raises(ValueError):  # our own mistake, not the model's
         parse_proposal("```input\n1\n```", "induction")
+
+
+def test_induction_proposals_in_the_requested_layout():
+    """One code block: a comment with the message, then one call per line."""
+    text = (
+        "<answer>\n```python\n# sorts a list\n# ascending\nf([1])\nf([2, 3])\nf([])\n```\n</answer>"
+    )
+    proposal = parse_proposal(text, "induction", program=PROGRAM)
+    assert proposal == Proposal(
+        "induction", PROGRAM, ("[1]", "[2, 3]", "[]"), "sorts a list ascending"
+    )
+    # a Message: line wins over the comment; a repeated function's body comments are no message
+    repeated = f"```python\n{PROGRAM}\n    # inner\n\nprint(f([1]))\nf([2])\n```\nMessage: sorts"
+    assert parse_proposal(repeated, "induction", PROGRAM).message == "sorts"
+    silent = f"```python\n{PROGRAM}\n    # inner\n\nprint(f([1]))\nf([2])\n```"
+    assert parse_proposal(silent, "induction", PROGRAM) == Proposal(
+        "induction", PROGRAM, ("[1]", "[2]"), ""
+    )
+    # placeholders copied from the prompt are never inputs
+    echoed = "```python\n# <what f does>\nf(<arguments 1>)\nf(<arguments 2>)\n```"
+    assert parse_proposal(echoed, "induction", PROGRAM).reason == "no_inputs"
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,9 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     ignore_eos: bool = False  # for benchmarks: always produce max_tokens tokens
+    # Format-constrained generation (vLLM only): every completion of a prompt matches this
+    # regular expression; one for all prompts, or one per prompt, in order.
+    regex: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.max_tokens < 1:
@@ -67,6 +70,9 @@ class SamplingParams:
             raise ValueError("temperature must be >= 0 and 0 < top_p <= 1")
         if any(not s for s in self.stop):
             raise ValueError("stop strings must not be empty")
+        regexes = (self.regex,) if isinstance(self.regex, str) else self.regex or ()
+        if not all(regexes):
+            raise ValueError("a regex must not be empty")
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,11 @@ class TransformersEngine:
     # -- the protocol ---------------------------------------------------------------------------
 
     def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
+        if params.regex is not None:
+            raise ValueError(
+                "format-constrained generation (generation.constrained_proposals) needs the "
+                "vLLM backend (engine.backend=vllm); the transformers backend cannot constrain"
+            )
         ids = [prompt_ids(self.tokenizer, p, self.template) for p in prompts]
         longest = max((len(x) for x in ids), default=0)
         if longest + params.max_tokens > self.config.max_model_len:

@@ -111,7 +111,10 @@ class VLLMEngine:
             logprobs=0,  # the sampled token's log-prob only
         )
         requests = [{"prompt_token_ids": x} for x in ids for _ in range(copies)]
-        outputs = self.llm.generate(requests, self._seeded(sampling, len(requests)), use_tqdm=False)
+        per_request = self._seeded(sampling, len(requests))
+        if params.regex is not None:
+            per_request = _constrained(per_request, params.regex, len(ids), copies)
+        outputs = self.llm.generate(requests, per_request, use_tqdm=False)
         return [
             Generation(
                 tuple(x),
@@ -174,6 +177,23 @@ class VLLMEngine:
             import gc
 
             gc.collect()
+
+
+def _constrained(sampling, regex: str | tuple[str, ...], prompts: int, copies: int) -> list:
+    """One sampling-params object per request (`copies` consecutive requests per prompt) whose
+    output vLLM's structured-output backend keeps inside that prompt's regular expression."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    regexes = (regex,) * prompts if isinstance(regex, str) else regex
+    if len(regexes) != prompts:
+        raise ValueError(f"{len(regexes)} regular expressions for {prompts} prompts")
+    base = sampling if isinstance(sampling, list) else [sampling] * (prompts * copies)
+    out = []
+    for k, params in enumerate(base):
+        clone = params.clone()
+        clone.structured_outputs = StructuredOutputsParams(regex=regexes[k // copies])
+        out.append(clone)
+    return out
 
 
 def _completion(out) -> Completion:

@@ -25,6 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, help="default: 0 for one sample, else the config's")
     p.add_argument("--limit", type=int, default=0, help="first N problems only (0 = all)")
     p.add_argument("--out", help="folder for results (default: eval/<benchmark>-<model name>)")
+    p.add_argument(
+        "--prompt-format",
+        choices=("selfplay", "direct", "cot"),
+        default="selfplay",
+        help="cruxeval only: the solver's own prompts (selfplay), or the benchmark's published "
+        "ones, direct or chain of thought, to compare with published tables",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.set_defaults(handler=eval_command)
 
@@ -49,6 +56,8 @@ def eval_command(args: argparse.Namespace) -> int:
 
     if args.limit < 0 or args.samples < 1 or min(args.k) < 1:
         raise config_module.ConfigError("--limit must be >= 0, --samples and --k >= 1")
+    if args.prompt_format != "selfplay" and args.benchmark != "cruxeval":
+        raise config_module.ConfigError("--prompt-format direct|cot is for cruxeval only")
     if max(args.k) > args.samples:
         raise config_module.ConfigError(
             f"pass@{max(args.k)} needs at least {max(args.k)} samples per problem (--samples)"
@@ -85,6 +94,7 @@ def eval_command(args: argparse.Namespace) -> int:
         "problems": len(problems),
         "samples": args.samples,
         "temperature": temperature,
+        "prompt_format": args.prompt_format,
         **metrics,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -107,7 +117,7 @@ def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list
         with Executor(config.executor) as executor:
             problems = cruxeval.load_problems(executor, args.data, args.limit)
             return problems, *cruxeval.evaluate(
-                engine, Judge(executor), problems, config.roles, params, ks
+                engine, Judge(executor), problems, config.roles, params, ks, args.prompt_format
             )
     if benchmark in math_benchmarks.MATH_BENCHMARKS:
         problems = math_benchmarks.load_problems(benchmark, args.data, args.limit)
@@ -126,7 +136,8 @@ def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list
 def _table(summary: dict, stream) -> None:
     stream.write(
         f"{summary['benchmark']} on {summary['problems']} problems, "
-        f"{summary['samples']} sample(s) each, temperature {summary['temperature']}\n"
+        f"{summary['samples']} sample(s) each, temperature {summary['temperature']}, "
+        f"prompt format {summary['prompt_format']}\n"
     )
     for name, value in summary.items():
         if "/pass@" in name:

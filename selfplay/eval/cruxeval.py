@@ -8,7 +8,9 @@ Inputs are read in expression mode (`dict(a=1)` and lambdas occur in the data an
 compiled under the same policy as programs and evaluated only inside the sandbox.
 
 Generation, judging and pass@k are the harness's (`harness.py`); what is CRUXEval's own is
-here: the problems, the solver's prompt and answer parsing for each subset, the records.
+here: the problems, the prompt and answer parsing for each subset, the records. The prompt
+format is the solver's own (`selfplay`, as in training) or the benchmark's published one
+(`direct` or `cot`, see `cruxeval_formats.py`), so that scores compare with published tables.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from selfplay.datasets.files import data_root, records
-from selfplay.eval import harness
+from selfplay.eval import cruxeval_formats, harness
 from selfplay.eval.harness import Sample
 from selfplay.judge import Judge
 from selfplay.solver import parse_answer, solver_prompt
 from selfplay.types import Answer, ParseFailure, Task
 
-__all__ = ["Problem", "load_problems", "evaluate"]
+__all__ = ["Problem", "load_problems", "evaluate", "PROMPT_FORMATS"]
 
 SUBSETS = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}
+PROMPT_FORMATS = ("selfplay", *cruxeval_formats.STYLES)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Problem:
     id: str
     output_task: Task  # CRUXEval-O
     input_task: Task  # CRUXEval-I
+    input_text: str = ""  # the input and output as the data file writes them (the published
+    output_text: str = ""  # prompts show these)
 
 
 def default_path() -> Path:
@@ -54,32 +59,49 @@ def load_problems(executor, path: str | Path | None = None, limit: int = 0) -> l
                 row["id"],
                 Task("deduction", row["code"], *pair, cpu_s=v.cpu_s),
                 Task("abduction", row["code"], *pair, cpu_s=v.cpu_s),
+                row["input"],
+                row["output"],
             )
         )
     return problems
 
 
 def evaluate(
-    engine, judge: Judge, problems: list[Problem], roles, params, ks: tuple[int, ...] = (1,)
+    engine,
+    judge: Judge,
+    problems: list[Problem],
+    roles,
+    params,
+    ks: tuple[int, ...] = (1,),
+    prompt_format: str = "selfplay",
 ) -> tuple[dict[str, float], list[dict]]:
-    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams. The
-    judge reads predicted inputs as expressions, whatever mode it was built with."""
+    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams,
+    `prompt_format` one of PROMPT_FORMATS. The judge reads predicted inputs as expressions,
+    whatever mode it was built with."""
+    if prompt_format not in PROMPT_FORMATS:
+        raise ValueError(f"prompt format {prompt_format!r}: choose from {PROMPT_FORMATS}")
     judge = replace(judge, inputs="expression")
+    if prompt_format != "selfplay":
+        params = replace(params, stop=cruxeval_formats.STOP)
     metrics, items = {}, []
     for subset, kind in SUBSETS.items():
-        scores, rows = _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks)
+        scores, rows = _evaluate_subset(
+            subset, kind, engine, judge, problems, roles, params, ks, prompt_format
+        )
         metrics.update(scores)
         items.extend(rows)
     return metrics, items
 
 
-def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks):
-    """One subset through the harness: its task, the solver's parse of its answers, its rows."""
+def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, prompt_format):
+    """One subset through the harness: its task, the prompt and parse of the format, its rows."""
 
     def task(problem: Problem) -> Task:
         return problem.output_task if kind == "deduction" else problem.input_task
 
     def read(problem: Problem, completion) -> str | ParseFailure:
+        if prompt_format != "selfplay":
+            return cruxeval_formats.published_answer(completion.text, kind, prompt_format)
         answer = parse_answer(completion.text, kind, completion.finish_reason == "length")
         return answer.text if isinstance(answer, Answer) else answer
 
@@ -93,7 +115,10 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks):
         }
 
     def prompt(problem: Problem):
-        return solver_prompt(task(problem), roles)
+        if prompt_format == "selfplay":
+            return solver_prompt(task(problem), roles)
+        code, given = task(problem).program, (problem.input_text, problem.output_text)
+        return cruxeval_formats.published_prompt(kind, prompt_format, code, *given)
 
     return harness.evaluate(
         problems,

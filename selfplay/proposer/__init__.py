@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from selfplay.proposer.layout import proposal_regex, proposal_regexes
 from selfplay.proposer.parse import parse_proposal
 from selfplay.proposer.prompts import proposer_prompt, rules
 from selfplay.types import Proposal, Task, Verdict
@@ -21,6 +22,8 @@ from selfplay.types import Proposal, Task, Verdict
 __all__ = [
     "proposer_prompt",
     "parse_proposal",
+    "proposal_regex",
+    "proposal_regexes",
     "rules",
     "task_from",
     "proposal_verdicts",

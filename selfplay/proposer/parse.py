@@ -9,14 +9,16 @@ whole call `f(...)` is reduced to its arguments.
 
 induction: the calls of `f` in the answer's code blocks, one per line (the requested form), or
 every block tagged `input`, in order, without duplicates; the message from a block tagged
-`message`, a `<message>` section or a `Message:` line.
+`message`, a `<message>` section, a `Message:` line, or else the top-level comment lines of the
+block that holds the calls (the requested form: `# what f does` above the calls). The message
+is optional: a small model that writes good calls but no message still makes a task (the
+solver sees the pairs either way).
 
 math: the program as for deduction (its `f` takes no arguments; the input is empty) and the
 word problem from a block tagged `problem` (or `question`), a `<problem>` section or a
 `Problem:` line.
 
-Failures say why: `no_program`, `no_input`, `no_inputs`, `too_few_inputs`, `no_message`,
-`no_problem`, and
+Failures say why: `no_program`, `no_input`, `no_inputs`, `too_few_inputs`, `no_problem`, and
 `truncated` when a completion cut off by the token limit gave nothing usable.
 """
 
@@ -109,29 +111,43 @@ def _induction(
         raise ValueError("an induction proposal needs the program it was written for")
     blocks = [b for b in extract.fenced_blocks(region) if b.lang in _INPUT_TAGS]
     inputs = [v for b in blocks for v in _split_lines(b.body)]
+    comments: list[str] = []
     if not inputs:  # the requested form: calls of `f`, one per line, in a code block
         code = [b.body for b in extract.fenced_blocks(region) if b.lang in _CODE_TAGS]
-        inputs = [c for body in code for c in _calls(body)]
+        with_calls = [(body, _calls(body)) for body in code]
+        inputs = [c for _, calls in with_calls for c in calls]
+        comments = [_comment(body) for body, calls in with_calls if calls]
     if not inputs:
         inputs = [_argument_text(v) for v in extract.labelled(region, "input")]
     if not inputs:
-        return ParseFailure("no_inputs", "no inputs found (expected ```input blocks)")
+        return ParseFailure("no_inputs", "no inputs found (expected calls of `f`, one per line)")
     unique = list(dict.fromkeys(v for v in inputs if v))
     if len(unique) < min_inputs:
         return ParseFailure("too_few_inputs", f"{len(unique)} distinct inputs, need {min_inputs}")
-    message = _message(region) or _message(text)
-    if not message:
-        return ParseFailure("no_message", "no message found (expected a ```message block)")
+    message = _message(region) or _message(text) or next((c for c in comments if c), "")
     return Proposal("induction", program, tuple(unique[:max_inputs]), message)
 
 
 def _calls(body: str) -> list[str]:
-    """Arguments of the calls of `f` in a block, line by line (a line that does not parse
-    alone, such as a call spread over lines, is read with the block's parser)."""
-    found = [extract.call_arguments(line) for line in body.split("\n") if line.strip()]
+    """Arguments of the calls of `f` in a block, line by line, comment lines skipped (a line
+    that does not parse alone, such as a call spread over lines, is read with the block's
+    parser)."""
+    lines = [line for line in body.split("\n") if line.strip() and not _is_comment(line)]
+    found = [extract.call_arguments(line) for line in lines]
     if found and all(f is not None for f in found):
         return [f for f in found if f is not None]
     return [c for c in extract.clean_program(body)[1] if extract.is_argument_list(c)]
+
+
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
+def _comment(body: str) -> str:
+    """The message written as comment lines at the top level of the block of calls
+    (`# sorts the list`), joined; empty without one."""
+    lines = [line.lstrip("#").strip() for line in body.split("\n") if line.startswith("#")]
+    return " ".join(" ".join(lines).split())
 
 
 def _message(text: str) -> str:

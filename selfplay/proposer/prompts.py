@@ -33,6 +33,7 @@ SYSTEM = (
 )
 
 VALUE_TYPES = "None, bool, int, float, str, bytes, list, tuple, dict, set or frozenset"
+LITERALS = "numbers, strings, lists, tuples, dicts, sets, True, False, None"
 _VALUE_CHARS = 300  # longest input or output text shown in a reference
 
 
@@ -70,8 +71,7 @@ def rules(final_call: bool = False) -> str:
             f"- Not available: {banned}, and names or attributes starting with an underscore.",
             "- `f` must finish well within a second and return a plain value made of "
             f"{VALUE_TYPES}.",
-            "- The arguments of a call of `f` are literals only (numbers, strings, lists, "
-            "tuples, dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
+            f"- The arguments of a call of `f` are literals only ({LITERALS}).",
         ]
     )
 
@@ -115,15 +115,15 @@ def _as_answer(task: Task) -> str:
     """A reference written the way the proposer is asked to answer, with what the checker
     made of it, so that the examples also teach the format."""
     if task.type == "induction":
-        calls = "\n".join(f"f({_short(i)})" for i in task.inputs)
-        message = f"```message\n{task.message}\n```"
-        return "\n".join([f"```python\n{task.program.strip()}\n```", _calls(calls), message])
+        calls = [f"f({_short(i)})" for i in task.inputs]
+        lines = [f"# {task.message}", *calls] if task.message else calls
+        return f"```python\n{task.program.strip()}\n```\n{_calls(lines)}"
     program = f"```python\n{task.program.strip()}\n\nf({_short(task.input)})\n```"
     return f"{program}\nIt returns {_short(task.output)}."
 
 
-def _calls(lines: str) -> str:
-    return f"```python\n{lines}\n```"
+def _calls(lines: Sequence[str]) -> str:
+    return "```python\n" + "\n".join(lines) + "\n```"
 
 
 def _references(references: Sequence[Task], roles: RolesConfig, induction: bool) -> str:
@@ -156,7 +156,7 @@ def proposer_prompt(
         if not program:
             raise ValueError("an induction proposal is written for a given program")
         return chat(_induction(program, references, roles), SYSTEM)
-    body = "```python\ndef f(...):\n    ...\n\nf(...)\n```"
+    body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
     text = "\n\n".join(
         [
             f"Invent a new puzzle: a Python function `f` and one input for it. {_GOALS[task_type]}",
@@ -172,19 +172,19 @@ def proposer_prompt(
 
 def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> str:
     n = roles.induction_inputs
-    body = _calls("\n".join(["f(...)"] * 3 + [f"... ({n} calls, one per line)"]))
+    calls = [f"f(<arguments {k + 1}>)" for k in range(n)]
+    body = _calls(["# <what f does, in one sentence>", *calls])
     return "\n\n".join(
         [
             f"Here is a Python function:\n```python\n{program.strip()}\n```",
-            f"Write {n} calls of `f` on different inputs that together reveal what `f` does, "
-            "one call per line, and a short message (one or two sentences) that hints at what "
-            "it does without giving the code away. Another model will see some of the inputs "
-            "with their outputs and your message, and must write `f`; it is checked on the "
-            "other inputs.",
-            "The arguments of each call are literals only (numbers, strings, lists, tuples, "
-            "dicts, sets, True, False, None), as in `f([3, 1, 2], 'abc')`.",
+            f"Write {n} calls of `f` on different inputs that together reveal what `f` does. "
+            "Another model will see some of the inputs with their outputs and must write `f`; "
+            "it is checked on the other inputs.",
+            "Write one Python code block: a comment line that hints at what `f` does without "
+            f"giving the code away, then the {n} calls, one per line. Do not repeat the function. "
+            f"The arguments of each call are literals only ({LITERALS}).",
             _references(references, roles, induction=True),
-            answer_format(body + "\n```message\n...\n```", roles.think),
+            answer_format(body, roles.think),
         ]
     )
 
@@ -207,7 +207,7 @@ def _math(references: Sequence[Task], roles: RolesConfig) -> str:
         if usable
         else "There are no earlier problems yet: invent the first one."
     )
-    body = "```problem\n...\n```\n```python\ndef f():\n    ...\n```"
+    body = "```problem\n<the word problem>\n```\n```python\ndef f():\n    <body>\n```"
     return "\n\n".join(
         [
             "Invent a new math word problem whose answer is one number, and a Python function "

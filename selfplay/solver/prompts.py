@@ -5,9 +5,11 @@ function to complete (HumanEval) or to write from a description and its tests (M
 
 from __future__ import annotations
 
+import ast
+
 from selfplay.config import RolesConfig
 from selfplay.engine.base import Chat, chat
-from selfplay.proposer.prompts import SYSTEM, VALUE_TYPES, answer_format, rules
+from selfplay.proposer.prompts import LITERALS, SYSTEM, VALUE_TYPES, answer_format, rules
 from selfplay.types import Task
 
 __all__ = ["solver_prompt", "math_prompt", "humaneval_prompt", "mbpp_prompt"]
@@ -33,21 +35,41 @@ def _deduction(task: Task, think: bool) -> str:
             f"Here is a Python function:\n{_program(task)}",
             f"What does the call `f({task.input})` return? Work it out without running code.",
             f"Write the returned value as a Python literal ({VALUE_TYPES}).",
-            answer_format("```output\n...\n```", think),
+            answer_format("```output\n<value>\n```", think),
         ]
     )
 
 
 def _abduction(task: Task, think: bool) -> str:
+    arguments = parameter_placeholders(task.program)
     return "\n\n".join(
         [
             f"Here is a Python function:\n{_program(task)}",
             f"Find an input for which `f` returns exactly `{task.output}`.",
-            "Write the input as the argument list of one call to `f`, with literals only: the "
-            "input `[3, 1, 2], 'abc'` means the call `f([3, 1, 2], 'abc')`.",
-            answer_format("```input\n...\n```", think),
+            "Write the input as the arguments of one call of `f`, in the order of its "
+            f"parameters, as literals only ({LITERALS}): for the call `f({arguments})` write "
+            f"`{arguments}` with each placeholder replaced by a value.",
+            answer_format(f"```input\n{arguments}\n```", think),
         ]
     )
+
+
+def parameter_placeholders(program: str) -> str:
+    """`<xs>, <n>` for `def f(xs, n)`: the layout of an input in the task's own parameter
+    names, placeholders that are never a valid answer (they do not parse as Python), so a
+    model that copies the layout cannot score with it; `<arguments>` if `f` is not found."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = ast.Module(body=[], type_ignores=[])
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "f":
+            args = node.args
+            names = [a.arg for a in (*args.posonlyargs, *args.args)]
+            names += [f"{args.vararg.arg}..."] if args.vararg else []
+            if names:
+                return ", ".join(f"<{name}>" for name in names)
+    return "<arguments>"
 
 
 def _induction(task: Task, think: bool) -> str:
@@ -59,7 +81,7 @@ def _induction(task: Task, think: bool) -> str:
             "Write the function `f`. It is checked on other inputs as well, so it must do what "
             "the original does in general, not only on these examples.",
             rules(),
-            answer_format("```python\ndef f(...):\n    ...\n```", think),
+            answer_format("```python\ndef f(<parameters>):\n    <body>\n```", think),
         ]
     )
 
@@ -71,7 +93,7 @@ def math_prompt(problem: str, roles: RolesConfig | None = None) -> Chat:
         [
             f"Solve this problem:\n{problem.strip()}",
             "Write the final answer as a number or a LaTeX expression in \\boxed{}.",
-            answer_format("\\boxed{...}", roles.think),
+            answer_format("\\boxed{<answer>}", roles.think),
         ]
     )
     return chat(text, MATH_SYSTEM)
@@ -85,7 +107,7 @@ def humaneval_prompt(prompt: str, roles: RolesConfig | None = None) -> Chat:
             f"Complete this Python function:\n```python\n{prompt.strip()}\n```",
             "Write the whole function, its signature included, in one Python code block. It is "
             "checked by hidden tests.",
-            answer_format("```python\n...\n```", roles.think),
+            answer_format("```python\n<code>\n```", roles.think),
         ]
     )
     return chat(text, SYSTEM)
@@ -99,7 +121,7 @@ def mbpp_prompt(description: str, tests: list[str], roles: RolesConfig | None = 
         [
             f"{description.strip()} Your code should pass these tests:\n```python\n{shown}\n```",
             "Write the function in one Python code block, without the tests.",
-            answer_format("```python\n...\n```", roles.think),
+            answer_format("```python\n<code>\n```", roles.think),
         ]
     )
     return chat(text, SYSTEM)

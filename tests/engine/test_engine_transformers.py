@@ -129,6 +129,11 @@ def test_load_weights_switches_to_another_module(engine, tiny_model_dir):
     assert engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2))[0].completions
 
 
+def test_format_constraints_are_refused_not_ignored(engine):
+    with pytest.raises(ValueError, match="vLLM backend"):
+        engine.generate([chat("hi")], SamplingParams(max_tokens=4, regex="yes|no"))
+
+
 def test_prompt_longer_than_the_context_is_refused(engine):
     engine.config = EngineConfig(max_model_len=16)
     with pytest.raises(ValueError, match="max_model_len"):

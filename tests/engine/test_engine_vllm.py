@@ -6,6 +6,8 @@ training model, so the two backends can be compared token for token.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -82,6 +84,20 @@ def test_sampling_seeds_stops_and_lengths(vllm_engine):
         )
         c = stopped[0].completions[0]
         assert c.finish_reason == "stop" and stop not in c.text
+
+
+def test_a_regex_per_prompt_constrains_every_completion(vllm_engine):
+    """The tiny model's random weights never write these texts unconstrained."""
+    regexes = ("[ab]{3}x\n", "(yes|no)!")
+    params = SamplingParams(n=2, temperature=1.0, max_tokens=24, seed=3, regex=regexes)
+    generations = vllm_engine.generate(PROMPTS, params)
+    for generation, regex in zip(generations, regexes, strict=True):
+        assert len(generation.completions) == 2
+        for completion in generation.completions:
+            assert re.fullmatch(regex, completion.text), completion.text
+    greedy = SamplingParams(n=2, temperature=0, max_tokens=8, regex="(yes|no)!")
+    for generation in vllm_engine.generate(PROMPTS, greedy):
+        assert all(c.text in ("yes!", "no!") for c in generation.completions)
 
 
 def test_sleep_and_wake_up_are_harmless_without_a_gpu(vllm_engine):

@@ -10,6 +10,7 @@ from selfplay.cli import main
 from selfplay.engine import SamplingParams
 from selfplay.engine.base import Completion, Generation
 from selfplay.eval.cruxeval import evaluate, load_problems
+from selfplay.eval.cruxeval_formats import SYSTEM, published_answer, published_prompt
 from selfplay.executor import Executor
 from selfplay.judge import Judge
 from tests.conftest import require_data
@@ -92,8 +93,97 @@ def test_eval_command_on_a_model_folder(tmp_path, tiny_model_dir, capsys):
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["problems"] == 3 and summary["samples"] == 2
+    assert summary["prompt_format"] == "selfplay"
     for name in ("cruxeval_o/pass@1", "cruxeval_o/pass@2", "cruxeval_i/pass@1"):
         assert 0.0 <= summary[name] <= 1.0
     lines = (out / "samples.jsonl").read_text().splitlines()
     assert len(lines) == 3 * 2 * 2  # problems x samples x subsets
-    assert "cruxeval_o/pass@1" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "cruxeval_o/pass@1" in printed and "prompt format selfplay" in printed
+
+
+CODE = "def f(d):\n    return {k: v for k, v in d.items()}"
+
+
+def test_published_prompts_render_the_benchmarks_format():
+    system, user = published_prompt("deduction", "direct", CODE, "{'a': 1}", "unused")
+    assert system.content == SYSTEM and user.content.startswith("You are given a Python function")
+    assert "[ANSWER]\nassert f(17) == 17\n[/ANSWER]" in user.content  # the published few-shot
+    assert user.content.endswith(
+        f"[PYTHON]\n{CODE}\nassert f({{'a': 1}}) == ??\n[/PYTHON]\n[ANSWER]\n"
+    )
+    cot = published_prompt("deduction", "cot", CODE, "{'a': 1}", "unused")[1].content
+    assert "Execute the program step by step" in cot and cot.endswith("[/PYTHON]\n[THOUGHT]\n")
+    direct_i = published_prompt("abduction", "direct", CODE, "unused", "{'a': 1}")[1].content
+    assert direct_i.endswith(f"{CODE}\nassert f(??) == {{'a': 1}}\n[/PYTHON]\n[ANSWER]\n")
+    assert 'assert f("ba", "nana") == "banana"' in direct_i and "unused" not in direct_i
+    cot_i = published_prompt("abduction", "cot", CODE, "unused", "3")[1].content
+    assert "First, think step by step." in cot_i and cot_i.endswith(
+        "assert f(??) == 3\n[/PYTHON]\n[THOUGHT]\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, kind, style, expected",
+    [
+        ("[ANSWER]\nassert f([1, 2]) == [2, 1]\n", "deduction", "direct", "[2, 1]"),
+        ("assert f('x') == 'x9ja'", "deduction", "direct", "'x9ja'"),
+        ("'x9ja'", "deduction", "direct", "'x9ja'"),
+        (
+            "1. f(1) == 2 at first\n[/THOUGHT]\n[ANSWER]\nassert f(1) == 3\n",
+            "deduction",
+            "cot",
+            "3",
+        ),
+        ("[ANSWER]\nassert f('ba', 'nana') == 'banana'\n", "abduction", "direct", "'ba', 'nana'"),
+        (
+            "So f(??) == 17 needs 16.\n[/THOUGHT]\n[ANSWER]\nassert f(16) == 17",
+            "abduction",
+            "cot",
+            "16",
+        ),
+        ("assert f(x=[1]) == 1", "abduction", "direct", "x=[1]"),
+    ],
+)
+def test_published_answer_extraction(text, kind, style, expected):
+    assert published_answer(text, kind, style) == expected
+
+
+def test_published_extraction_refuses_what_the_benchmark_could_not_pass():
+    assert published_answer("assert 16 == 17", "abduction", "direct").reason == "no_answer"
+    assert published_answer("[ANSWER]\n", "deduction", "cot").reason == "no_answer"
+
+
+def test_published_format_end_to_end(executor):
+    problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"), limit=2)
+    outputs = [[f"[ANSWER]\nassert f({p.input_text}) == {p.output_text}"] for p in problems]
+    inputs = [[f"[ANSWER]\nassert f({p.input_text}) == {p.output_text}"] for p in problems]
+    engine = RecordingEngine([outputs, inputs])
+    params = SamplingParams(temperature=0)
+    metrics, items = evaluate(
+        engine, Judge(executor), problems, None, params, prompt_format="direct"
+    )
+    assert metrics["cruxeval_o/pass@1"] == metrics["cruxeval_i/pass@1"] == 1.0
+    assert engine.params[0].stop == ("[/ANSWER]",)
+    assert engine.prompts[0][0][1].content.endswith("[ANSWER]\n")
+    assert f"assert f(??) == {problems[0].output_text}" in engine.prompts[1][0][1].content
+    with pytest.raises(ValueError, match="prompt format"):
+        evaluate(engine, Judge(executor), problems, None, params, prompt_format="fancy")
+
+
+class RecordingEngine(ScriptedEngine):
+    """A scripted engine that keeps the prompts and sampling parameters it was given."""
+
+    def __init__(self, answers):
+        super().__init__(answers)
+        self.prompts, self.params = [], []
+
+    def generate(self, prompts, params):
+        self.prompts.append(list(prompts))
+        self.params.append(params)
+        return super().generate(prompts, params)
+
+
+def test_published_formats_are_for_cruxeval_only(capsys):
+    assert main(["eval", "gsm8k", "--model", "unused", "--prompt-format", "cot"]) != 0
+    assert "cruxeval only" in capsys.readouterr().err

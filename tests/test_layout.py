@@ -1,0 +1,169 @@
+"""The proposal layouts as regular expressions (format-constrained generation).
+
+Two directions: every proposal the parser reads from real completions (the recorded SmolLM2
+fixtures, the AZR seed programs) still fits the expression when written in the requested
+layout, so the constraint forbids no program or input the parser takes; and every text the
+expression allows reads back through the parser, including as the engine returns it (cut
+before the stop string `</answer>`). A slow test has SmolLM2 write constrained proposals with
+vLLM and parses them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from selfplay.config import RolesConfig, load
+from selfplay.proposer import parse_proposal, proposal_regex, proposal_regexes
+from selfplay.types import Proposal
+from tests.conftest import require_data
+from tests.fixture_report import parsed
+
+FIXTURES = Path(__file__).parent / "fixtures" / "completions.jsonl"
+ROLES = RolesConfig()
+PROGRAM = "def f(xs):\n    return sorted(xs)"
+
+
+def layout(proposal: Proposal, think: bool) -> str:
+    """A proposal written the way the proposer prompt asks for it."""
+    head = "<think>\nworking it out\n</think>\n" if think else ""
+    if proposal.type == "induction":
+        comment = [f"# {proposal.message}"] if proposal.message else []
+        lines = "\n".join([*comment, *(f"f({i})" for i in proposal.inputs)])
+        body = f"```python\n{lines}\n```\n"
+    elif proposal.type == "math":
+        body = f"```problem\n{proposal.message}\n```\n```python\n{proposal.program}\n```\n"
+    else:
+        body = f"```python\n{proposal.program}\n\nf({proposal.inputs[0]})\n```\n"
+    return f"{head}<answer>\n{body}</answer>"
+
+
+def read_back(text: str, proposal: Proposal):
+    return parse_proposal(
+        text,
+        proposal.type,
+        program=proposal.program,
+        min_inputs=ROLES.induction_visible + 1,
+        max_inputs=ROLES.induction_inputs,
+    )
+
+
+def assert_fits(proposal: Proposal) -> None:
+    for think in (True, False):
+        text = layout(proposal, think)
+        regex = proposal_regex(proposal.type, RolesConfig(think=think))
+        assert re.fullmatch(regex, text), text
+        assert read_back(text, proposal) == proposal
+        assert read_back(text.removesuffix("</answer>"), proposal) == proposal
+
+
+def fixture_proposals() -> list[Proposal]:
+    records = [json.loads(line) for line in FIXTURES.read_text().splitlines()]
+    found = [parsed(r) for r in records if r["role"] == "proposer"]
+    return [p for p in found if isinstance(p, Proposal)]
+
+
+def test_every_recorded_proposal_fits_its_layout():
+    proposals = fixture_proposals()
+    assert len(proposals) >= 40
+    for proposal in proposals:
+        if proposal.type == "induction":  # the stage reads between these many inputs
+            inputs = proposal.inputs[: ROLES.induction_inputs]
+            if len(inputs) <= ROLES.induction_visible:
+                continue
+            proposal = Proposal("induction", proposal.program, inputs, "hints at f")
+        assert_fits(proposal)
+
+
+def test_the_seed_programs_fit_their_layout():
+    """The AZR seed programs: real code of every shape (helpers, classes, imports, constants)."""
+    path = require_data("azr_seed/7b_coder_seed_io.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()][:300]
+    for row in rows:
+        written = layout(Proposal("deduction", row["snippet"], (row["input"],)), think=False)
+        proposal = parse_proposal(written, "deduction")
+        if isinstance(proposal, Proposal) and "\n" not in proposal.inputs[0]:
+            assert_fits(proposal)
+
+
+@pytest.mark.parametrize(
+    "kind, text",
+    [
+        ("deduction", f"<answer>\n```python\nimport math\n\n{PROGRAM}\n\nf([2, 1])\n```\n"),
+        (
+            "abduction",
+            "<answer>\n```python\n# constants\nLIMIT: int = 3\nTABLE = {\n    'a': 1,\n}\n"
+            "@staticmethod\ndef g(x):\n    return x\ndef f(xs):\n    return xs[:LIMIT]\n"
+            "f([1, 2, 3, 4])\n```\n",
+        ),
+        ("induction", "<answer>\n```python\nf([1])\nf([2, 1])\nf([])\nf([3, 3])\n```\n"),
+        (
+            "math",
+            "<answer>\n```problem\nTom has 3 apples\nand eats one.\n```\n```python\n"
+            "def f():\n    return 3 - 1\n```\n",
+        ),
+    ],
+)
+def test_texts_the_layout_allows_parse(kind, text):
+    regex = proposal_regex(kind, RolesConfig(think=False))
+    assert re.fullmatch(regex, text + "</answer>")
+    result = parse_proposal(text, kind, program=PROGRAM if kind == "induction" else None)
+    assert isinstance(result, Proposal), result
+
+
+@pytest.mark.parametrize(
+    "kind, text",
+    [
+        ("deduction", f"Here is my puzzle.\n```python\n{PROGRAM}\n```"),  # prose, no call
+        ("deduction", f"<answer>\n```python\n{PROGRAM}\n```\n</answer>"),  # no call
+        ("deduction", f"<answer>\n```python\n{PROGRAM}\nprint(f([1]))\n```\n</answer>"),
+        ("induction", "<answer>\n```python\nf([1])\nf([2])\n```\n</answer>"),  # too few
+        ("induction", f"<answer>\n```python\n{PROGRAM}\nf(1)\nf(2)\nf(3)\nf(4)\n```\n</answer>"),
+    ],
+)
+def test_the_layout_refuses_what_the_stage_cannot_use(kind, text):
+    assert not re.fullmatch(proposal_regex(kind, RolesConfig(think=False)), text)
+
+
+def test_regexes_follow_the_config():
+    assert proposal_regexes(load(), ["deduction"]) is None
+    config = load(None, ["generation.constrained_proposals=true", "roles.think=false"])
+    regexes = proposal_regexes(config, ["deduction", "induction", "deduction"])
+    assert regexes[0] == regexes[2] == proposal_regex("deduction", config.roles)
+    assert regexes[1] == proposal_regex("induction", config.roles)
+    assert not regexes[0].startswith("<think>")
+
+
+@pytest.mark.slow
+def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
+    """The embedded model on vLLM, constrained: every completion that ends (is not cut by the
+    token limit) parses, and each task type gets at least one proposal."""
+    from dataclasses import replace
+
+    from selfplay.engine import make_engine, sampling
+    from selfplay.engine.model import load_model
+    from selfplay.extract import ANSWER_STOP
+    from selfplay.proposer import proposer_prompt
+
+    overrides = ["engine.backend=vllm", "generation.temperature=0.7", "generation.top_p=0.9"]
+    config = load(None, [*overrides, "generation.max_new_tokens=384", "engine.max_model_len=2048"])
+    kinds = ["deduction", "abduction", "induction"]
+    prompts = [proposer_prompt(k, [], config.roles, PROGRAM) for k in kinds]
+    params = sampling(config.generation, n=3, seed=0, stop=ANSWER_STOP)
+    params = replace(params, regex=tuple(proposal_regex(k, config.roles) for k in kinds))
+    model, tokenizer, source = load_model(config.model)
+    engine = make_engine(config, model, tokenizer, source)
+    try:
+        generations = engine.generate(prompts, params)
+    finally:
+        engine.close()
+    for kind, generation in zip(kinds, generations, strict=True):
+        results = []
+        for c in generation.completions:
+            result = parse_proposal(c.text, kind, program=PROGRAM, min_inputs=4, max_inputs=6)
+            assert c.finish_reason == "length" or isinstance(result, Proposal), (c.text, result)
+            results.append(result)
+        assert any(isinstance(r, Proposal) for r in results), (kind, generation.completions)
