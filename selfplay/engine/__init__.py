@@ -1,4 +1,5 @@
-"""Generation backends behind one protocol (`base.Engine`): transformers (default) and vLLM.
+"""Generation backends behind one protocol (`base.Engine`): vLLM (the default wherever it
+imports) and transformers (the fallback, generating with the training model itself).
 
     model, tokenizer, source = load_model(cfg.model)
     engine = make_engine(cfg, model, tokenizer, source)
@@ -31,6 +32,7 @@ __all__ = [
     "SamplingParams",
     "chat",
     "make_engine",
+    "resolve_backend",
     "sampling",
 ]
 
@@ -47,13 +49,32 @@ def sampling(generation, n: int | None = None, seed: int | None = None, stop=())
     )
 
 
+def resolve_backend(backend: str, notice=None) -> str:
+    """The backend `engine.backend` stands for: `auto` is vLLM where it imports, otherwise
+    transformers, said in one line on `notice` (standard error by default)."""
+    if backend != "auto":
+        return backend
+    from selfplay.engine.vllm_backend import vllm_available
+
+    if vllm_available():
+        return "vllm"
+    import sys
+
+    print(
+        "vLLM is not installed: generating with transformers (scripts/install.sh installs vLLM)",
+        file=notice or sys.stderr,
+    )
+    return "transformers"
+
+
 def make_engine(config, model, tokenizer, source: str) -> Engine:
-    """The engine `config.engine.backend` names, for the training `model` loaded from `source`.
+    """The engine `config.engine.backend` names, for the training `model` loaded from `source`
+    (`auto` is resolved here, see `resolve_backend`).
 
     transformers generates with `model` itself; vLLM starts from the files at `source` (which
     must hold the same weights as `model`; push with `load_weights` after every update).
     """
-    if config.engine.backend == "transformers":
+    if resolve_backend(config.engine.backend) == "transformers":
         from selfplay.engine.transformers_backend import TransformersEngine
 
         return TransformersEngine(model, tokenizer, config.engine, config.model.template)

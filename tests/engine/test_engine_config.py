@@ -45,6 +45,24 @@ def test_sampling_params_from_config():
 
 
 def test_make_engine_shares_the_model_for_transformers(tiny_model, smol_tokenizer):
-    engine = make_engine(config.Config(), tiny_model, smol_tokenizer, "unused")
+    cfg = config.load(None, ["engine.backend=transformers"])
+    engine = make_engine(cfg, tiny_model, smol_tokenizer, "unused")
     assert isinstance(engine, Engine)
     assert engine.model is tiny_model and engine.template == "auto"
+
+
+def test_auto_backend_is_vllm_where_it_imports_else_transformers_with_a_notice(monkeypatch):
+    import io
+
+    from selfplay.config import load
+    from selfplay.engine import resolve_backend, vllm_backend
+
+    assert load(None, []).engine.backend == "auto"
+    notice = io.StringIO()
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
+    assert resolve_backend("auto", notice) == "vllm"
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)
+    assert resolve_backend("auto", notice) == "transformers"
+    assert notice.getvalue().count("\n") == 1 and "vLLM is not installed" in notice.getvalue()
+    assert resolve_backend("vllm", notice) == "vllm"  # named backends stay as they are
+    assert resolve_backend("transformers", notice) == "transformers"
