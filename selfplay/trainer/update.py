@@ -194,6 +194,10 @@ def policy_update(
     out["optimizer_steps"] = float(steps)
     out["zero_advantage_skipped"] = float(skipped)
     out["tokens"] = float(sum(len(r.completion_ids) for r in rollouts))
+    # the completion tokens that carried a gradient (zero-advantage rollouts are skipped)
+    out["signal_tokens"] = float(
+        sum(len(r.completion_ids) for r, a in zip(rollouts, advantages) if a != 0 or not skippable)
+    )
     out["lr"] = lr
     return out
 

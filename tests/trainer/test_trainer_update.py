@@ -89,6 +89,8 @@ def test_zero_advantage_rollouts_change_nothing_and_cost_nothing():
     skipping, reference = tiny_model(), tiny_model()
     stats = train_once(skipping, data, advantages, micro_batch=2)
     assert stats["zero_advantage_skipped"] == 3
+    signal = sum(len(r.completion_ids) for r, a in zip(data, advantages) if a != 0)
+    assert stats["signal_tokens"] == signal < stats["tokens"]
     # the same step with those rollouts run through the model at a negligible advantage
     train_once(reference, data, [a if a else 1e-30 for a in advantages], micro_batch=2)
     for (name, a), b in zip(
