@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import tempfile
 import time
 from dataclasses import dataclass
@@ -38,18 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICK = {"steps": 16, "tasks": 16, "samples": 8, "heldout": 200, "train_probe": 100}
 FULL = {"steps": 40, "tasks": 32, "samples": 8, "heldout": 400, "train_probe": 200}
 FAMILY = "generated-deduction"
-
-
-def mcnemar_exact(base: list[bool], trained: list[bool]) -> tuple[int, int, float]:
-    """(items only the trained model gets right, items only the base model gets right, the
-    two-sided exact McNemar p-value: a binomial test of the discordant pairs at 1/2)."""
-    gained = sum(t and not b for b, t in zip(base, trained, strict=True))
-    lost = sum(b and not t for b, t in zip(base, trained, strict=True))
-    n = gained + lost
-    if n == 0:
-        return gained, lost, 1.0
-    tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1)) / 2**n
-    return gained, lost, min(1.0, 2 * tail)
 
 
 @dataclass(frozen=True)
@@ -174,6 +161,7 @@ def main() -> None:
 
     from selfplay.curriculum import Provenance
     from selfplay.datasets.generated import generated_tasks
+    from selfplay.eval.paired import mcnemar_exact
     from selfplay.loop import close_run, open_run
 
     began = time.perf_counter()

@@ -1,0 +1,27 @@
+"""Paired comparison of two evaluations of the same items (before and after training).
+
+`mcnemar_exact` is the exact McNemar test: only the discordant items count (right after and
+wrong before, or the reverse), and under the null hypothesis (training changed nothing) each
+discordant item is equally likely to go either way, so their split is Binomial(n, 1/2). The
+p-value is two-sided: twice the smaller tail, capped at 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["mcnemar_exact"]
+
+
+def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, int, float]:
+    """(items only `after` gets right, items only `before` gets right, two-sided p-value)."""
+    if len(before) != len(after):
+        raise ValueError(f"paired results differ in length: {len(before)} vs {len(after)}")
+    gained = sum(a and not b for b, a in zip(before, after, strict=True))
+    lost = sum(b and not a for b, a in zip(before, after, strict=True))
+    n = gained + lost
+    if n == 0:
+        return gained, lost, 1.0
+    tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1)) / 2**n
+    return gained, lost, min(1.0, 2 * tail)

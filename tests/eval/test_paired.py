@@ -1,0 +1,26 @@
+"""The exact McNemar test against values worked out by hand."""
+
+import pytest
+
+from selfplay.eval.paired import mcnemar_exact
+
+
+def test_only_discordant_pairs_count():
+    before = [True, True, False, False, False]
+    after = [True, False, True, True, False]
+    gained, lost, p = mcnemar_exact(before, after)
+    assert (gained, lost) == (2, 1)
+    assert p == pytest.approx(1.0)  # 2 * P(X <= 1 | n=3) = 2 * 4/8, capped at 1
+
+
+def test_a_one_sided_split_is_significant():
+    # 10 discordant items, all gained: p = 2 / 2**10
+    gained, lost, p = mcnemar_exact([False] * 10 + [True] * 5, [True] * 15)
+    assert (gained, lost) == (10, 0)
+    assert p == pytest.approx(2 / 1024)
+
+
+def test_no_change_and_mismatched_lengths():
+    assert mcnemar_exact([True, False], [True, False]) == (0, 0, 1.0)
+    with pytest.raises(ValueError, match="differ in length"):
+        mcnemar_exact([True], [True, False])
