@@ -29,7 +29,7 @@ import torch
 
 from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
-from selfplay.engine import sampling
+from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.solver import parse_answer, solver_prompt
@@ -55,10 +55,7 @@ if TYPE_CHECKING:
 
 _PROGRAM_TYPES = ("deduction", "abduction")
 
-# Generation seeds: one per (run seed, step, generating stage). A prime larger than any run's
-# step count keeps (seed, step) pairs apart; each step has room for STAGE_SLOTS stages.
-_STEPS_PER_SEED = 1_000_003
-_STAGE_SLOTS = 16
+# The generating stages of a step, each with its own generation seed (`_seed`).
 _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE = 0, 1, 2
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
@@ -69,8 +66,9 @@ _PROGRAM_SALT = 101
 
 def _seed(run: Run, step: int, stage: int) -> int:
     """A generation seed that depends only on the run seed, the step and the stage, so that
-    a resumed run regenerates what the lost step generated."""
-    return (run.config.run.seed * _STEPS_PER_SEED + step) * _STAGE_SLOTS + stage
+    a resumed run regenerates what the lost step generated; hashed, so that no two stages or
+    steps share the seeds of their requests (see `derive_seed`)."""
+    return derive_seed(run.config.run.seed, step, stage)
 
 
 def propose(run: Run, step: int) -> tuple[Proposed, ...]:

@@ -20,6 +20,7 @@ from selfplay.engine.base import (
     Message,
     SamplingParams,
     chat,
+    derive_seed,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Message",
     "SamplingParams",
     "chat",
+    "derive_seed",
     "make_engine",
     "sampling",
 ]
