@@ -14,7 +14,8 @@ solve     Attempted   the model answers each new valid task `attempts` times (to
                       solve rate) and each frontier task `solver_samples` times (to train on)
 verify    Judged      the run's `Judge` judges every answer (the executor, or the math checker
                       for math tasks); the attempts are recorded in the pool
-reward    Rollout     rewards and advantages of both roles, from the solve rates of new tasks
+reward    Rollout     rewards and advantages of both roles (a proposal's from its new task's
+                      solve rate); every judged answer, estimate or train, is a rollout
 update    metrics     one policy update on the rollouts
 sync      (nothing)   the generation engine gets the new weights
 """
@@ -259,14 +260,16 @@ def reward(
     judged: tuple[Judged, ...],
 ) -> tuple[Rollout, ...]:
     """Both roles' rollouts with their rewards (a proposal's from its solve rate in `rates`)
-    and their advantages, normalised by the configured estimator."""
+    and their advantages, normalised by the configured estimator.
+
+    Every judged answer is a rollout: the answers that estimated a new task's solve rate are
+    trained on as AZR does, each task's answers a group of their own (as a frontier task's
+    are), so no generated answer is wasted."""
     cfg = run.config
     rollouts = [_proposer_rollout(run, s, rate) for s, rate in zip(stored, rates, strict=True)]
     # Solver groups are numbered after the proposer's, so that no group mixes the two roles.
     offset = max((s.validated.proposed.group for s in stored), default=-1) + 1
-    for j in judged:
-        if j.attempted.purpose == "train":
-            rollouts.append(_solver_rollout(run, j, offset))
+    rollouts += [_solver_rollout(run, j, offset) for j in judged]
     rollouts = [r for r in rollouts if r.role in cfg.selfplay.train_roles and r.completion_ids]
     if not rollouts:
         return ()
