@@ -219,6 +219,9 @@ class RewardConfig(Checked):
 
     learnability: LearnabilityShape = knob("azr", "proposer reward shape of a valid task")
     proposer_invalid: float = knob(-0.5, "proposer reward for a task the executor refuses")
+    proposer_duplicate: float = knob(
+        -0.5, "proposer reward for a valid task already in the pool or copied from a reference"
+    )
     proposer_malformed: float = knob(-1.0, "proposer reward when no task can be read")
     solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
     solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")

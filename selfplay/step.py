@@ -71,6 +71,7 @@ def step_metrics(
     m["propose/proposals"] = float(len(stored))
     m["propose/valid"] = float(len(valid))
     m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
+    m["propose/duplicate_share"] = _rate(valid, lambda pair: pair[0].duplicate)
     m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
     m["reward/rollouts"] = float(len(rollouts))
     m["reward/estimate_rollouts"] = float(_estimate_rollouts(run, judged))

@@ -149,3 +149,47 @@ def test_no_estimate_rollouts_when_the_solver_does_not_train(make_run):
     _, _, rollouts, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
     assert [r.role for r in rollouts] == ["propose"]
     assert metrics["reward/estimate_rollouts"] == 0
+
+
+def test_copies_and_duplicates_earn_no_learnability(make_run):
+    earlier = Task("deduction", REVERSED, ("'abc'",), ("'cba'",), cpu_s=1e-4)
+    run, seed_id = make_run(["selfplay.solver_tasks=1"], more=[earlier])
+    spaced = "def f(xs):  # sorts\n\n    return   sorted( xs )\n"
+    proposals = [
+        proposed(0, "deduction", SORTED, "[3, 1, 2]", [seed_id]),  # the reference, verbatim
+        proposed(1, "deduction", spaced, "[2, 1]", [seed_id]),  # its program, spaced out
+        proposed(2, "abduction", SORTED, "[5, 4]", [seed_id]),  # its program, as abduction
+        proposed(3, "deduction", REVERSED, "'abc'", [seed_id]),  # a pool task not shown
+        proposed(4, "deduction", TRIPLE, "4", [seed_id]),  # new work
+        proposed(5, "abduction", TRIPLE, "5", [seed_id]),  # new work, another task of it
+    ]
+    stored, _, rollouts, metrics = one_step(run, proposals)
+    assert [s.outcome for s in stored] == ["valid"] * 6
+    assert [s.added for s in stored] == [False, True, True, False, True, True]
+    assert [s.duplicate for s in stored] == [True] * 4 + [False] * 2
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    # each new task was answered right once in two: AZR's learnability 1 - 1/2
+    assert rewards == [run.config.reward.proposer_duplicate] * 4 + [0.5, 0.5]
+    assert run.config.reward.proposer_duplicate == run.config.reward.proposer_invalid
+    assert metrics["propose/duplicate_share"] == pytest.approx(4 / 6)
+    assert metrics["propose/new_tasks"] == 4  # copies of a reference still enter the pool
+
+
+def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
+    run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.proposer_duplicate=0"])
+    proposals = (
+        proposed(0, "deduction", TRIPLE, "4", [seed_id]),
+        proposed(1, "deduction", TRIPLE, "4", [seed_id]),
+    )
+    validated = stages.validate(run, proposals)
+    first = stages.store_tasks(run, validated, 3)
+    assert [(s.added, s.duplicate) for s in first] == [(True, False), (False, True)]
+    # a resumed run replays step 3: the pool already holds its task, which is still its own
+    again = stages.store_tasks(run, validated, 3)
+    assert [(s.added, s.duplicate) for s in again] == [(False, False), (False, True)]
+    # at a later step it is a duplicate of the pool's task
+    later = stages.store_tasks(run, validated, 4)
+    assert [s.duplicate for s in later] == [True, True]
+    rates = (0.5, 0.5)
+    rollouts = stages.reward(run, first, rates, ())
+    assert [r.reward for r in rollouts] == [0.5, 0.0]  # reward.proposer_duplicate=0
