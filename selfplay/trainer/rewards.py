@@ -8,7 +8,7 @@ Solver (one answer to one task):
 Proposer (one proposed task, after the solver attempted it `selfplay.attempts` times):
   valid      learnability of the task's empirical solve rate p (the share of those attempts
              that were correct), under the shape `reward.learnability` names:
-               azr         1 - p, and 0 when p is 0 or 1 (AZR). Its expectation over the
+               azr         1 - p, and 0 when p is 0 or 1 (AZR). Its expectation over n
                            attempts is the sampler's `azr` weight, (1 - p) - (1 - p)**n.
                rzero_band  1 when curriculum.band[0] <= p <= curriculum.band[1], else 0
                rzero_peak  min(p, 1 - p), largest at p = 1/2 (R-Zero's uncertainty reward / 2)
@@ -58,7 +58,8 @@ def learnability(shape: str, p: float, config) -> float:
         return 0.0 if p in (0.0, 1.0) else 1.0 - p
     if shape not in SHAPES:
         raise ValueError(f"unknown learnability shape {shape!r}; known: {sorted(SHAPES)}")
-    return float(SHAPES[shape](np.array([p]), config.curriculum)[0])
+    # p is the share of `selfplay.attempts` answers (only azr, above, depends on the count)
+    return float(SHAPES[shape](np.array([p]), config.curriculum, config.selfplay.attempts)[0])
 
 
 def solver_reward(result: RoleResult, config) -> float:
