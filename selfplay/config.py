@@ -331,7 +331,7 @@ class SelfPlayConfig(Checked):
         1, "proposals sampled per proposer prompt (more than 1 gives grpo a group)"
     )
     attempts: int = knob(
-        4, "solver answers to each valid proposal, sampled, to estimate its solve rate"
+        4, "solver answers to each valid proposal, to estimate its solve rate (trained on too)"
     )
     solver_tasks: int = knob(8, "tasks per step in the solver's frontier batch from the pool")
     solver_samples: int = knob(

@@ -75,10 +75,13 @@ def make_run(tmp_path, executor):
                 *overrides,
             ],
         )
-        store = TaskStore.open(str(tmp_path / f"pool{len(stores)}.sqlite"), "t", config.curriculum)
+        path = str(tmp_path / f"pool{len(stores)}.sqlite")
+        store = TaskStore.open(path, "t", config.curriculum, answers=config.selfplay.solver_samples)
         stores.append(store)
         seed_id = store.add_tasks([SEED, *more], Provenance("seed", 0, "", "test")).ids[0]
-        no_model = dict(accelerator=None, model=None, tokenizer=None, optimizer=None)
+        no_model = dict(
+            accelerator=None, model=None, tokenizer=None, optimizer=None, scheduler=None
+        )
         run = Run(
             config=config,
             folder=tmp_path,
@@ -86,7 +89,6 @@ def make_run(tmp_path, executor):
             executor=executor,
             store=store,
             pad_id=0,
-            scheduler=None,
             **no_model,
         )
         return run, seed_id
@@ -111,7 +113,7 @@ def test_estimate_answers_are_rollouts_in_groups_of_their_own(make_run):
     # The seed is always answered right (no signal); the new task right once in two.
     run, seed_id = make_run(
         ["selfplay.solver_tasks=2", "trainer.advantage=grpo"],
-        right=lambda task: [True, True] if task == SEED else [True, False],
+        right=lambda task: [True, True] if task.program == SORTED else [True, False],
     )
     stored, judged, rollouts, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
     assert [s.outcome for s in stored] == ["valid"]
@@ -132,7 +134,7 @@ def test_estimate_answers_are_rollouts_in_groups_of_their_own(make_run):
 def test_trr_groups_estimate_answers_with_the_solver_answers_of_their_type(make_run):
     run, _ = make_run(
         ["selfplay.solver_tasks=2", "trainer.advantage=trr++"],
-        right=lambda task: [True, True] if task == SEED else [True, False],
+        right=lambda task: [True, True] if task.program == SORTED else [True, False],
     )
     _, judged, rollouts, _ = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
     solver = [r for r in rollouts if r.role == "solve"]
