@@ -118,7 +118,6 @@ def attempted_phase(store: TaskStore, rng: np.random.Generator) -> float:
 
 def baseline_phase(store: TaskStore, draws: int) -> float:
     """A plain list sampler: per-task [succ, fail] counts in Python lists, AZR shape."""
-    cfg = store.config
     pool = [
         [int(i), float(s), float(f)]
         for i, s, f in zip(store.index["id"], store.index["succ"], store.index["fail"], strict=True)
@@ -130,7 +129,7 @@ def baseline_phase(store: TaskStore, draws: int) -> float:
         keys = []
         for task_id, s, f in pool:
             p = (s + 1) / (s + f + 2)
-            w = (1 - p) - (1 - p) ** cfg.rollouts if s + f > 0 else 1.0
+            w = (1 - p) - (1 - p) ** store.answers if s + f > 0 else 1.0
             if w > 0:
                 keys.append((math.log(rng.random()) / w, task_id))
         picked = heapq.nlargest(512, keys)

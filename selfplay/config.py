@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
 from selfplay.config_fields import (
     Checked,
@@ -142,8 +142,12 @@ class CurriculumConfig(Checked):
         0.3, "s.d. of the change of solver ability from one step to the next (logits)"
     )
     ability_iterations: int = knob(4, "Newton iterations on the ability per recorded batch")
+    retired: ClassVar[dict[str, str]] = {
+        "rollouts": "the azr shape weighs a task by the answers a drawn task gets, "
+        "selfplay.solver_samples; set that instead (or delete the key)"
+    }
+
     shape: LearnabilityShape = knob("azr", "learnability shape of the sampler (see sampler.py)")
-    rollouts: int = knob(8, "answers per task in a solver group, as the azr shape assumes")
     band: tuple[float, ...] = knob(
         (0.3, 0.8), "solve-rate band (low, high) of the rzero_band shape and of frontier metrics"
     )
@@ -208,7 +212,6 @@ class CurriculumConfig(Checked):
         positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
         positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
         positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
-        positive(self, "rollouts")
         if self.ability_drift_sd < 0 or self.explore_weight < 0:
             raise ConfigError("curriculum.ability_drift_sd and explore_weight must be >= 0")
 
@@ -219,6 +222,9 @@ class RewardConfig(Checked):
 
     learnability: LearnabilityShape = knob("azr", "proposer reward shape of a valid task")
     proposer_invalid: float = knob(-0.5, "proposer reward for a task the executor refuses")
+    proposer_duplicate: float = knob(
+        -0.5, "proposer reward for a valid task already in the pool or copied from a reference"
+    )
     proposer_malformed: float = knob(-1.0, "proposer reward when no task can be read")
     solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
     solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")
@@ -332,10 +338,12 @@ class SelfPlayConfig(Checked):
         1, "proposals sampled per proposer prompt (more than 1 gives grpo a group)"
     )
     attempts: int = knob(
-        4, "solver answers to each valid proposal, sampled, to estimate its solve rate"
+        4, "solver answers to each valid proposal, to estimate its solve rate (trained on too)"
     )
     solver_tasks: int = knob(8, "tasks per step in the solver's frontier batch from the pool")
-    solver_samples: int = knob(4, "answers per frontier task (the group of GRPO's baseline)")
+    solver_samples: int = knob(
+        4, "answers per frontier task (the group of GRPO's baseline; the azr sampler weighs by it)"
+    )
     seed_identity: bool = knob(
         True, "start an empty pool with AZR's one seed task, the identity function"
     )

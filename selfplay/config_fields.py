@@ -53,7 +53,11 @@ class Checked:
 
     `from_dict` checks recipes and overrides first, naming the dotted key; this also covers a
     section built in code (`CurriculumConfig(shape=...)`), which `from_dict` never sees.
+    `retired` names the keys a section no longer has, each with what replaces it: a recipe or
+    a saved configuration that still sets one is refused with that message.
     """
+
+    retired: typing.ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         for name, hint in _hints(type(self)).items():
@@ -153,8 +157,11 @@ def from_dict(cls, data: dict, where: str = ""):
     hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
+    prefix = f"{where}." if where else ""
+    for key in unknown:
+        if key in getattr(cls, "retired", {}):
+            raise ConfigError(f"config key {prefix}{key} was removed: {cls.retired[key]}")
     if unknown:
-        prefix = f"{where}." if where else ""
         raise ConfigError(
             f"unknown config key {prefix}{unknown[0]}; known: {', '.join(sorted(names))}"
         )

@@ -172,6 +172,7 @@ def open_run(config: Config) -> tuple[Run, int]:
         config.curriculum.run,
         config.curriculum,
         run_config=to_dict(config),
+        answers=config.selfplay.solver_samples,
     )
     start = 1
     latest = Checkpoints(folder).latest()

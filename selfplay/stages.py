@@ -8,19 +8,22 @@ propose   Proposed    the model writes tasks: per task type, prompts with K refe
                       pool (induction prompts also get a program from the pool)
 validate  Validated   the executor checks each proposal (a math task's `f()` must return a
                       number); a valid one carries its `Task`
-store     Stored      valid tasks enter the pool (duplicates keep their existing id)
+store     Stored      valid tasks enter the pool (duplicates keep their existing id); a task
+                      the pool held, or a copy of a reference shown, is marked a duplicate
 sample    SolverBatch a frontier batch for the solver is drawn from the pool
 solve     Attempted   the model answers each new valid task `attempts` times (to estimate its
                       solve rate) and each frontier task `solver_samples` times (to train on)
 verify    Judged      the run's `Judge` judges every answer (the executor, or the math checker
                       for math tasks); the attempts are recorded in the pool
-reward    Rollout     rewards and advantages of both roles, from the solve rates of new tasks
+reward    Rollout     rewards and advantages of both roles (a proposal's from its new task's
+                      solve rate); every judged answer, estimate or train, is a rollout
 update    metrics     one policy update on the rollouts
 sync      (nothing)   the generation engine gets the new weights
 """
 
 from __future__ import annotations
 
+import ast
 from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -29,7 +32,7 @@ import torch
 
 from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
-from selfplay.engine import sampling
+from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.layout import proposal_regexes
@@ -56,10 +59,8 @@ if TYPE_CHECKING:
 
 _PROGRAM_TYPES = ("deduction", "abduction")
 
-# Generation seeds: one per (run seed, step, generating stage). A prime larger than any run's
-# step count keeps (seed, step) pairs apart; each step has room for STAGE_SLOTS stages.
-_STEPS_PER_SEED = 1_000_003
-_STAGE_SLOTS = 16
+# The stages of a step that draw random numbers, each with its own seed (`_seed`): three
+# generate, the update draws its mini-batches.
 _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
@@ -70,8 +71,9 @@ _PROGRAM_SALT = 101
 
 def _seed(run: Run, step: int, stage: int) -> int:
     """A generation seed that depends only on the run seed, the step and the stage, so that
-    a resumed run regenerates what the lost step generated."""
-    return (run.config.run.seed * _STEPS_PER_SEED + step) * _STAGE_SLOTS + stage
+    a resumed run regenerates what the lost step generated; hashed, so that no two stages or
+    steps share the seeds of their requests (see `derive_seed`)."""
+    return derive_seed(run.config.run.seed, step, stage)
 
 
 def propose(run: Run, step: int) -> tuple[Proposed, ...]:
@@ -145,7 +147,8 @@ def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
 
 
 def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[Stored, ...]:
-    """The valid tasks into the pool; each proposal with its task's pool id."""
+    """The valid tasks into the pool; each proposal with its task's pool id and whether it is
+    a duplicate (see `Stored`)."""
     valid = [v for v in validated if v.task is not None]
     if not valid:
         return tuple(Stored(v) for v in validated)
@@ -155,8 +158,55 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     ]
     records = [verification_record(v.verdicts, run.executor.isolation) for v in valid]
     result = run.store.add_tasks([v.task for v in valid], provenance, records)
-    placed = iter(zip(result.ids, result.added, strict=True))
+    duplicates = _duplicates(run, valid, result, step)
+    placed = iter(zip(result.ids, result.added, duplicates, strict=True))
     return tuple(Stored(v, *next(placed)) if v.task is not None else Stored(v) for v in validated)
+
+
+def _duplicates(run: Run, valid: list[Validated], result, step: int) -> list[bool]:
+    """Which valid proposals are no new work: their task is not the step's own (the pool held
+    it before, or an earlier proposal of the step made it), or their program copies a
+    reference shown in their prompt, whatever that reference's type.
+
+    A proposed task that the pool holds from this very step is the step's own: a resumed run
+    replays the step whose tasks its lost run added, and must reward them as that run did."""
+    held = sorted({i for i, added in zip(result.ids, result.added, strict=True) if not added})
+    pooled = run.store.get(held) if held else []
+    replayed = {
+        t.id for t in pooled if t.provenance.origin == "proposed" and t.provenance.step == step
+    }
+    own = replayed | {i for i, added in zip(result.ids, result.added, strict=True) if added}
+    shown = _reference_programs(run, valid)
+    seen: set[int] = set()
+    flags = []
+    for v, task_id in zip(valid, result.ids, strict=True):
+        flags.append(task_id not in own or task_id in seen or _copies(v, shown))
+        seen.add(task_id)
+    return flags
+
+
+def _reference_programs(run: Run, valid: list[Validated]) -> dict[int, str]:
+    """The normalised programs of the references shown to the proposals in `valid`."""
+    ids = sorted({i for v in valid for i in v.proposed.references})
+    return {t.id: _normalised(t.task.program) for t in run.store.get(ids)} if ids else {}
+
+
+def _copies(validated: Validated, shown: dict[int, str]) -> bool:
+    """Whether the task's program is, up to comments and layout, one of its prompt's
+    references. An induction task's program was given to the proposer, not written by it."""
+    if validated.task.type == "induction":
+        return False
+    program = _normalised(validated.task.program)
+    return any(shown[i] == program for i in validated.proposed.references)
+
+
+def _normalised(program: str) -> str:
+    """Program text without comments, blank lines and spacing (`ast.unparse` of its syntax
+    tree; quotes and parentheses normalised too); text that does not parse, by its words."""
+    try:
+        return ast.unparse(ast.parse(program))
+    except (SyntaxError, ValueError, RecursionError):
+        return " ".join(program.split())
 
 
 def sample(run: Run, step: int):
@@ -263,14 +313,16 @@ def reward(
     judged: tuple[Judged, ...],
 ) -> tuple[Rollout, ...]:
     """Both roles' rollouts with their rewards (a proposal's from its solve rate in `rates`)
-    and their advantages, normalised by the configured estimator."""
+    and their advantages, normalised by the configured estimator.
+
+    Every judged answer is a rollout: the answers that estimated a new task's solve rate are
+    trained on as AZR does, each task's answers a group of their own (as a frontier task's
+    are), so no generated answer is wasted."""
     cfg = run.config
     rollouts = [_proposer_rollout(run, s, rate) for s, rate in zip(stored, rates, strict=True)]
     # Solver groups are numbered after the proposer's, so that no group mixes the two roles.
     offset = max((s.validated.proposed.group for s in stored), default=-1) + 1
-    for j in judged:
-        if j.attempted.purpose == "train":
-            rollouts.append(_solver_rollout(run, j, offset))
+    rollouts += [_solver_rollout(run, j, offset) for j in judged]
     rollouts = [r for r in rollouts if r.role in cfg.selfplay.train_roles and r.completion_ids]
     if not rollouts:
         return ()
@@ -286,7 +338,7 @@ def reward(
 
 def _proposer_rollout(run: Run, stored: Stored, rate: float | None) -> Rollout:
     p = stored.validated.proposed
-    r = role_reward(RoleResult("propose", stored.outcome, rate), run.config)
+    r = role_reward(RoleResult("propose", stored.outcome, rate, stored.duplicate), run.config)
     return Rollout("propose", p.task_type, p.group, p.prompt_ids, p.completion_ids, p.logprobs, r)
 
 

@@ -71,7 +71,10 @@ def step_metrics(
     m["propose/proposals"] = float(len(stored))
     m["propose/valid"] = float(len(valid))
     m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
+    m["propose/duplicate_share"] = _rate(valid, lambda pair: pair[0].duplicate)
     m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
+    m["reward/rollouts"] = float(len(rollouts))
+    m["reward/estimate_rollouts"] = float(_estimate_rollouts(run, judged))
     rewards: dict[str, list[float]] = {"propose": [], "solve": []}
     for r in rollouts:
         rewards[r.role].append(r.reward)
@@ -100,6 +103,15 @@ def step_metrics(
     m["generate/tokens"] = float(generated)
     m["generate/tokens_per_s"] = generated / seconds if seconds else float("nan")
     return m
+
+
+def _estimate_rollouts(run: Run, judged: Sequence[Judged]) -> int:
+    """How many of the step's rollouts are answers that estimated a new task's solve rate
+    (`stages.reward` trains on every judged answer with tokens, when the solver trains)."""
+    if "solve" not in run.config.selfplay.train_roles:
+        return 0
+    estimates = (j.attempted for j in judged if j.attempted.purpose == "estimate")
+    return sum(bool(a.completion_ids) for a in estimates)
 
 
 def _mean_learnability(run: Run, rates: list[float]) -> float:

@@ -44,6 +44,17 @@ def test_bad_configuration_is_refused_clearly(overrides, message):
         load(None, overrides)
 
 
+def test_a_removed_key_names_its_replacement(tmp_path):
+    """curriculum.rollouts (answers per task, for the sampler) disagreed with the answers a
+    task gets; a recipe or saved configuration that still sets it is told what replaced it."""
+    saved = tmp_path / "config.yaml"
+    saved.write_text("curriculum:\n  run: old\n  rollouts: 8\n")
+    for attempt in (lambda: load(saved), lambda: load(None, ["curriculum.rollouts=8"])):
+        with pytest.raises(ConfigError, match="curriculum.rollouts was removed.*solver_samples"):
+            attempt()
+    assert "rollouts" not in to_dict(Config())["curriculum"]
+
+
 def test_malformed_recipe(tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text("executor: [unclosed\n")

@@ -148,6 +148,7 @@ def test_two_steps(tmp_path, formatted_model_dir):
     seed_pool(config)
     state, start = open_run(config)
     assert start == 1
+    assert state.store.answers == config.selfplay.solver_samples  # what the sampler weighs by
     before = {k: v.clone() for k, v in state.model.state_dict().items()}
     metrics = [run_step(state, step) for step in (1, 2)]
     changed = [k for k, v in state.model.state_dict().items() if not torch.equal(v, before[k])]

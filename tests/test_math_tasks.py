@@ -161,7 +161,9 @@ def test_one_step_of_math_tasks(math_run):
     advantages = [r.advantage for r in rollouts]
     assert list(rates[:2]) == [0.5, 1.0]
     assert {r.task_type for r in rollouts} == {"math"}
-    assert len(advantages) == len(rollouts) == 3 + 2 * 2
+    # three proposals, two answers to each of the two new tasks (estimates), two to each of
+    # the two frontier tasks (train): every judged answer is a rollout
+    assert len(advantages) == len(rollouts) == 3 + 2 * 2 + 2 * 2
     solver = [a for r, a in zip(rollouts, advantages, strict=True) if r.role == "solve"]
     assert any(a > 0 for a in solver) and any(a < 0 for a in solver)
 

@@ -38,7 +38,7 @@ def choose_references(store, n_prompts: int, step: int, k: int, types, salt: int
     if n_prompts <= 0 or len(allowed) == 0:
         return [[] for _ in range(max(n_prompts, 0))]
     p, attempted = store.solve_rates(step)
-    weights = sampler.learnability(store.config, p[allowed], attempted[allowed])
+    weights = sampler.learnability(store.config, p[allowed], attempted[allowed], store.answers)
     if np.count_nonzero(weights > 0) < k:
         weights = np.ones(len(allowed))
     rng = sampler.generator(store.config, step, salt, stream=1)

@@ -4,9 +4,12 @@ A task's weight is its learnability under a named shape of its estimated solve r
 (`difficulty.py`); `curriculum.shape` picks one:
 
   azr         AZR's proposer reward is 1 - r for the solve rate r of a group of answers, and 0
-              when r is 0 or 1. Its expectation over a group of `rollouts` answers with solve
-              probability p is (1 - p) - (1 - p)**rollouts: 0 at p = 0 and p = 1, largest for
-              hard tasks that are sometimes solved.
+              when r is 0 or 1. Its expectation over a group of n answers with solve
+              probability p is (1 - p) - (1 - p)**n: 0 at p = 0 and p = 1, largest for hard
+              tasks that are sometimes solved. n is the number of answers a drawn task gets,
+              `selfplay.solver_samples` (the store's `answers`): a task is worth drawing when
+              its group of answers is likely to differ, which is what gives the solver's
+              group-relative advantages a signal.
   rzero_band  R-Zero's filter: 1 when band[0] <= p <= band[1], else 0.
   rzero_peak  R-Zero's uncertainty reward, peaked at p = 1/2: min(p, 1 - p).
   variance    p (1 - p): the variance of one answer's reward, the signal that group-relative
@@ -31,9 +34,9 @@ import numpy as np
 from selfplay.config import CurriculumConfig
 
 
-def _azr(p, config: CurriculumConfig):
+def _azr(p, config: CurriculumConfig, answers: int):
     q = 1.0 - p
-    return q - _power(q, config.rollouts)
+    return q - _power(q, answers)
 
 
 def _power(x: np.ndarray, n: int) -> np.ndarray:
@@ -49,20 +52,20 @@ def _power(x: np.ndarray, n: int) -> np.ndarray:
     return result
 
 
-def _band(p, config: CurriculumConfig):
+def _band(p, config: CurriculumConfig, answers: int):
     low, high = config.band
     return ((p >= low) & (p <= high)).astype(np.float64)
 
 
-def _peak(p, config: CurriculumConfig):
+def _peak(p, config: CurriculumConfig, answers: int):
     return np.minimum(p, 1.0 - p)
 
 
-def _variance(p, config: CurriculumConfig):
+def _variance(p, config: CurriculumConfig, answers: int):
     return p * (1.0 - p)
 
 
-#: learnability shapes by name (`curriculum.shape`)
+#: learnability shapes by name (`curriculum.shape`): weight(p, config, answers per drawn task)
 SHAPES: dict[str, Callable] = {
     "azr": _azr,
     "rzero_band": _band,
@@ -72,13 +75,14 @@ SHAPES: dict[str, Callable] = {
 _GRID = np.linspace(0.0, 1.0, 2001)
 
 
-def learnability(config: CurriculumConfig, p, attempted) -> np.ndarray:
-    """Sampling weight of each task: its shape value, or the exploration weight if unattempted."""
+def learnability(config: CurriculumConfig, p, attempted, answers: int) -> np.ndarray:
+    """Sampling weight of each task: its shape value, or the exploration weight if unattempted;
+    `answers` is how many answers a drawn task gets (`selfplay.solver_samples`)."""
     shape = SHAPES[config.shape]
-    explore = config.explore_weight * float(np.max(shape(_GRID, config)))
+    explore = config.explore_weight * float(np.max(shape(_GRID, config, answers)))
     weights = np.full(len(p), explore)
     pos = np.flatnonzero(attempted)
-    weights[pos] = np.clip(shape(p[pos], config), 0.0, None)
+    weights[pos] = np.clip(shape(p[pos], config, answers), 0.0, None)
     return weights
 
 

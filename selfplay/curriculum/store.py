@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from sqlalchemy import select
 
-from selfplay.config import CurriculumConfig
+from selfplay.config import CurriculumConfig, SelfPlayConfig
 from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
@@ -55,11 +55,12 @@ from selfplay.types import Task, TaskType
 class TaskStore:
     """The task pool of one run; see the module docstring. Use `TaskStore.open`."""
 
-    def __init__(self, engine, run_id: int, run: str, config: CurriculumConfig):
+    def __init__(self, engine, run_id: int, run: str, config: CurriculumConfig, answers: int):
         self.engine = engine
         self.run_id = run_id
         self.run = run
         self.config = config
+        self.answers = answers  # answers a drawn task gets, which the sampler's shape weighs
         self.index = PoolIndex()
         self.abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
         self.recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
@@ -79,12 +80,15 @@ class TaskStore:
         *,
         create: bool = True,
         run_config: dict | None = None,
+        answers: int = SelfPlayConfig.solver_samples,
     ) -> TaskStore:
         """Open (creating or migrating as needed) the pool of `run` in `store`.
 
         `store` is a SQLite file path or a database URL (default `config.store`); `run`
         defaults to `config.run`. With `create=False` a missing run is an error. A new run
         keeps `run_config` (the resolved configuration, as plain data) for provenance.
+        `answers` is how many answers a drawn task gets, `selfplay.solver_samples`: the
+        sampler's `azr` shape weighs tasks by it.
         """
         config = config or CurriculumConfig()
         run = run or config.run
@@ -95,7 +99,7 @@ class TaskStore:
         except BaseException:
             engine.dispose()
             raise
-        self = cls(engine, run_id, run, config)
+        self = cls(engine, run_id, run, config, answers)
         if rebuild:
             replay.rebuild_estimates(engine, run_id, config)
         self.reload()
@@ -305,7 +309,7 @@ class TaskStore:
         """
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
-        weights = sampler.learnability(self.config, p, attempted)
+        weights = sampler.learnability(self.config, p, attempted, self.answers)
         chosen = None
         if self.config.selection == "trapo":
             chosen = self.selection(step)

@@ -21,6 +21,7 @@ from selfplay.engine.base import (
     Message,
     SamplingParams,
     chat,
+    derive_seed,
 )
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Message",
     "SamplingParams",
     "chat",
+    "derive_seed",
     "make_engine",
     "resolve_backend",
     "sampling",

@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 from selfplay.config import EngineConfig
-from selfplay.engine.base import Chat, Completion, Generation, SamplingParams
+from selfplay.engine.base import Chat, Completion, Generation, SamplingParams, derive_seed
 from selfplay.engine.template import prompt_ids
 
 __all__ = ["VLLMEngine", "vllm_available"]
@@ -134,14 +134,16 @@ class VLLMEngine:
 
     @staticmethod
     def _seeded(sampling, count: int):
-        """One sampling-params object per request with distinct seeds (a request's n samples
-        get seed, seed + 1, ...), as the transformers backend draws every row differently."""
+        """One sampling-params object per request, request k seeded with `derive_seed(seed, k)`
+        (vLLM gives its n samples that seed + 0, 1, ...), as the transformers backend draws
+        every row differently. Hashed, not `seed + k * n`: calls whose seeds are close (the
+        stages of a step, consecutive steps) would otherwise reuse each other's seeds."""
         if sampling.seed is None:
             return sampling
         out = []
         for k in range(count):
             clone = sampling.clone()
-            clone.seed = sampling.seed + k * sampling.n
+            clone.seed = derive_seed(sampling.seed, k)
             out.append(clone)
         return out
 

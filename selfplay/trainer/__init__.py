@@ -15,11 +15,13 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    (`curriculum.shape` over the current difficulty estimates) and each is answered
    `selfplay.solver_samples` times. Every answer, of steps 3 and 4, is judged by the executor
    and recorded in the pool, which updates the difficulty estimates.
-5. Reward (`rewards`). Solver answers of step 4: 1 if correct, `reward.solver_wrong` (-0.5) if
-   well-formed but wrong, `reward.solver_malformed` (-1) if unreadable. Proposals: the
-   learnability `reward.learnability` of p if valid (AZR's: 1 - p, and 0 at p in {0, 1}),
-   `reward.proposer_invalid` (-0.5) if the executor refused it, `reward.proposer_malformed`
-   (-1) if unreadable. The answers of step 3 only measure p; they are not trained on.
+5. Reward (`rewards`). Solver answers of steps 3 and 4 (every judged answer is trained on,
+   each prompt's answers a group): 1 if correct, `reward.solver_wrong` (-0.5) if well-formed
+   but wrong, `reward.solver_malformed` (-1) if unreadable. Proposals: the learnability
+   `reward.learnability` of p if valid and new (AZR's: 1 - p, and 0 at p in {0, 1}),
+   `reward.proposer_duplicate` (-0.5) if valid but already in the pool or a copy of a
+   reference shown, `reward.proposer_invalid` (-0.5) if the executor refused it,
+   `reward.proposer_malformed` (-1) if unreadable.
 6. Advantages (`advantages`, `trainer.advantage`). trr++ (default): A = (r - mean) / (std +
    1e-6) within each (role, task type) group of the step's samples; grpo: within the samples
    of one prompt; reinforce++: within the whole batch. A group whose rewards are all equal
@@ -40,8 +42,8 @@ How it departs from the papers:
     and trains the solver on the tasks just proposed; here references and the solver's batch
     come from the curriculum store, weighted by a running difficulty estimate across steps
     (the frontier), and the solve rate of a new task is estimated by `attempts` dedicated
-    answers rather than by the training answers. AZR's 8-sample Monte-Carlo estimate is
-    `selfplay.attempts: 8`.
+    answers rather than by the training answers; like AZR's, they are trained on too. AZR's
+    8-sample Monte-Carlo estimate is `selfplay.attempts: 8`.
   * AZR's TRR++ normalises per (role, task type) as here, and AZR optimises a PPO-clipped
     objective with one symmetric clip range; here the clip range is asymmetric (DAPO's
     clip-higher, clip_high > clip_low) and the loss is aggregated per token, not per sequence.
@@ -50,8 +52,9 @@ How it departs from the papers:
   * R-Zero trains a separate challenger and solver model with GRPO and rewards the
     challenger by the solver's uncertainty (largest at p = 1/2) minus a repetition penalty;
     here one model plays both roles; R-Zero's shape is `reward.learnability: rzero_peak` or
-    `rzero_band`, and repeats are handled by the store (a duplicate earns its learnability
-    but adds no task) rather than by a BLEU-clustering penalty.
+    `rzero_band`, and repeats are handled by the store (a task the pool held, or a program
+    copied from a reference shown, earns `reward.proposer_duplicate` and adds no new work)
+    rather than by a BLEU-clustering penalty.
   * TraPO's semi-supervised setting lives in the curriculum store, not in the loss: labeled
     tasks (`seed.labeled`) join solver batches at `curriculum.labeled_ratio`, and with
     `curriculum.selection: trapo` self-proposed tasks are admitted by how well their solve-rate

@@ -8,17 +8,25 @@ Solver (one answer to one task):
 Proposer (one proposed task, after the solver attempted it `selfplay.attempts` times):
   valid      learnability of the task's empirical solve rate p (the share of those attempts
              that were correct), under the shape `reward.learnability` names:
-               azr         1 - p, and 0 when p is 0 or 1 (AZR). Its expectation over the
+               azr         1 - p, and 0 when p is 0 or 1 (AZR). Its expectation over n
                            attempts is the sampler's `azr` weight, (1 - p) - (1 - p)**n.
                rzero_band  1 when curriculum.band[0] <= p <= curriculum.band[1], else 0
                rzero_peak  min(p, 1 - p), largest at p = 1/2 (R-Zero's uncertainty reward / 2)
                variance    p (1 - p)
+  duplicate  `reward.proposer_duplicate` (default -0.5): valid, but no new work: the pool
+             held the task, or its program copies a reference shown in the prompt
+             (`stages.store_tasks` decides)
   invalid    `reward.proposer_invalid` (default -0.5): it parsed, but the executor refused it
   malformed  `reward.proposer_malformed` (default -1): no program or input could be read
 
 The penalties follow AZR's format rewards (-0.5 for a well-formed wrong response, -1 for a
 formatting error). A valid task at p = 0 or p = 1 earns 0 under `azr`: more than an invalid
 one, less than one at the frontier.
+
+A duplicate earns what an invalid task earns, not 0: the references are frontier tasks shown
+in the answer format, so copying one is a valid proposal for no effort. At 0 it would still
+beat every failed attempt, and in the steps where most proposals fail (the start of a
+zero-data run) the group-relative advantage would reward copying over trying.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ class RoleResult:
     role: Role
     outcome: ProposalOutcome | AnswerOutcome
     solve_rate: float | None = None  # proposer, valid: the solver's empirical solve rate
+    duplicate: bool = False  # proposer, valid: no new task (see `selfplay.types.Stored`)
 
 
 def learnability(shape: str, p: float, config) -> float:
@@ -49,7 +58,8 @@ def learnability(shape: str, p: float, config) -> float:
         return 0.0 if p in (0.0, 1.0) else 1.0 - p
     if shape not in SHAPES:
         raise ValueError(f"unknown learnability shape {shape!r}; known: {sorted(SHAPES)}")
-    return float(SHAPES[shape](np.array([p]), config.curriculum)[0])
+    # p is the share of `selfplay.attempts` answers (only azr, above, depends on the count)
+    return float(SHAPES[shape](np.array([p]), config.curriculum, config.selfplay.attempts)[0])
 
 
 def solver_reward(result: RoleResult, config) -> float:
@@ -64,6 +74,8 @@ def proposer_reward(result: RoleResult, config) -> float:
         return cfg.proposer_malformed
     if result.outcome == "invalid":
         return cfg.proposer_invalid
+    if result.duplicate:
+        return cfg.proposer_duplicate
     if result.solve_rate is None:
         raise ValueError("a valid proposal's reward needs the solver's solve rate")
     return learnability(cfg.learnability, result.solve_rate, config)

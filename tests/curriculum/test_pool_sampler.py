@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from pool_helpers import task
 
-from selfplay.config import CurriculumConfig
+from selfplay.config import CurriculumConfig, SelfPlayConfig
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.curriculum.sampler import SHAPES, apportion, weighted_sample
+from selfplay.curriculum.sampler import SHAPES, apportion, learnability, weighted_sample
 from selfplay.types import TASK_TYPES
 
 
@@ -52,8 +52,30 @@ def test_draws_follow_the_frontier_and_the_quotas(store_url, shape):
         by_rate = Counter()
         for t, r in rates.items():
             by_rate[r] += drawn[t]
-        best = max(by_rate, key=lambda r: SHAPES[shape](np.array([r]), config)[0])
-        assert by_rate[best] > by_rate[0.125] or SHAPES[shape](np.array([0.125]), config)[0] > 0.2
+
+        def weight(r):
+            return SHAPES[shape](np.array([r]), config, store.answers)[0]
+
+        best = max(by_rate, key=weight)
+        assert by_rate[best] > by_rate[0.125] or weight(0.125) > 0.2
+
+
+def test_the_azr_shape_weighs_by_the_answers_a_drawn_task_gets(store_url):
+    """A drawn task gets `selfplay.solver_samples` answers; the azr weight is AZR's expected
+    reward over that many, (1 - p) - (1 - p)**n: with 2 answers it is p (1 - p)."""
+    p, attempted = np.array([0.0, 0.25, 0.5, 1.0]), np.ones(4, dtype=bool)
+    config = CurriculumConfig(shape="azr")
+    two = learnability(config, p, attempted, answers=2)
+    assert np.allclose(two, p * (1 - p))
+    assert np.allclose(learnability(config, p, attempted, 8), (1 - p) - (1 - p) ** 8)
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        assert store.answers == SelfPlayConfig().solver_samples
+    # one answer never differs from itself: no task is worth drawing, the store's answers count
+    with TaskStore.open(store_url, run="r", config=config, answers=1) as store:
+        _pool(store, per_type=20)
+        assert len(store.sample(8, step=1)) == 0
+    with TaskStore.open(store_url, run="r", config=config, answers=2) as store:
+        assert len(store.sample(8, step=1)) == 8
 
 
 def test_new_tasks_are_explored_and_recent_share_holds(store_url):

@@ -99,7 +99,7 @@ def _separation(path, config: CurriculumConfig, seed: int) -> tuple[float, ...]:
     reasons = {r for r, j in zip(chosen.reasons, judged, strict=True) if j}
     assert reasons <= {"similar", "dissimilar", "flat", "beyond_top"} and "flat" in reasons
     p, attempted = store.solve_rates(STEPS)
-    weight = learnability(config, p, attempted)[store.index.positions(chosen.ids)]
+    weight = learnability(config, p, attempted, store.answers)[store.index.positions(chosen.ids)]
     store.close()
     return (
         _auc(chosen.similarity[judged], good[judged]),

@@ -62,3 +62,10 @@ def test_configured_shape_and_penalties():
     assert reward(RoleResult("propose", "invalid"), cfg) == -0.25
     with pytest.raises(ConfigError, match="reward.learnability"):
         load(None, ["reward.learnability=linear"])
+
+
+def test_a_duplicate_earns_no_learnability():
+    frontier = RoleResult("propose", "valid", 0.5, duplicate=True)
+    assert reward(frontier, CONFIG) == CONFIG.reward.proposer_duplicate == -0.5
+    assert reward(frontier, load(None, ["reward.proposer_duplicate=0"])) == 0.0
+    assert proposer(0.5) == 0.5  # the same task, new

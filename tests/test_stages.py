@@ -1,0 +1,197 @@
+"""The stages from validate to reward, and the step's metrics, on records written by hand: proposals
+as the propose stage records them, answered by a scripted engine (the generation protocol, no
+model) that knows every pool task's right answer, with the real executor and task pool.
+
+Every judged answer is a rollout (the estimate answers of new tasks too, in groups of their
+own), and a proposal earns no learnability when its task is not new or copies a reference it
+was shown.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay import stages
+from selfplay.config import load
+from selfplay.curriculum import Provenance, TaskStore
+from selfplay.engine.base import Completion, Generation
+from selfplay.loop import Run
+from selfplay.solver import solver_prompt
+from selfplay.step import StageTimer, step_metrics
+from selfplay.types import Proposal, Proposed, Task
+
+SORTED = "def f(xs):\n    return sorted(xs)"
+REVERSED = "def f(s):\n    return s[::-1]"
+TRIPLE = "def f(n):\n    return n * 3"
+SEED = Task("deduction", SORTED, ("[3, 1, 2]",), ("[1, 2, 3]",), cpu_s=1e-4)
+
+
+class PoolAnswerer:
+    """Answers a solver prompt about any pool task: sample j is right where `right(task)[j]`
+    is True (default: right, wrong, right, ...) and wrong otherwise."""
+
+    tokenizer = None
+
+    def __init__(self, store: TaskStore, roles, right=None):
+        self.store, self.roles = store, roles
+        self.right = right or (lambda task: [True, False] * 8)
+
+    def generate(self, prompts, params):
+        pool = self.store.get(self.store.index["id"].tolist())
+        tasks = {solver_prompt(t.task, self.roles): t.task for t in pool}
+        out = []
+        for prompt in prompts:
+            task = tasks[prompt]
+            texts = [_answer(task, ok) for ok in self.right(task)[: params.n]]
+            completions = tuple(Completion(t, (1, 2), (-0.1, -0.2), "stop") for t in texts)
+            out.append(Generation((3, 4), completions))
+        return out
+
+
+def _answer(task: Task, right: bool) -> str:
+    if task.type == "deduction":
+        return f"<answer>\n```output\n{task.output if right else 'None'}\n```\n</answer>"
+    return f"<answer>\n```input\n{task.input if right else '[9]'}\n```\n</answer>"
+
+
+def proposed(group: int, task_type: str, program: str, text: str, refs=()) -> Proposed:
+    """A proposal as the propose stage records it, shown the pool tasks `refs`."""
+    parsed = Proposal(task_type, program, (text,))
+    return Proposed(task_type, group, (3, 4), (5, 6, 7), (-0.5,) * 3, tuple(refs), parsed)
+
+
+@pytest.fixture
+def make_run(tmp_path, executor):
+    """A run with a pool holding SEED (and `more` tasks), the scripted engine and no model."""
+    stores = []
+
+    def make(overrides=(), more=(), right=None) -> tuple[Run, int]:
+        config = load(
+            None,
+            [
+                "selfplay.task_types=[deduction, abduction]",
+                "selfplay.attempts=2",
+                "selfplay.solver_samples=2",
+                *overrides,
+            ],
+        )
+        path = str(tmp_path / f"pool{len(stores)}.sqlite")
+        store = TaskStore.open(path, "t", config.curriculum, answers=config.selfplay.solver_samples)
+        stores.append(store)
+        seed_id = store.add_tasks([SEED, *more], Provenance("seed", 0, "", "test")).ids[0]
+        no_model = dict(
+            accelerator=None, model=None, tokenizer=None, optimizer=None, scheduler=None
+        )
+        run = Run(
+            config=config,
+            folder=tmp_path,
+            engine=PoolAnswerer(store, config.roles, right),
+            executor=executor,
+            store=store,
+            pad_id=0,
+            **no_model,
+        )
+        return run, seed_id
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+def one_step(run: Run, proposals, step: int = 1):
+    """The stages after propose, as `loop.run_step` calls them, and the step's metrics."""
+    stored = stages.store_tasks(run, stages.validate(run, tuple(proposals)), step)
+    batch, _ = stages.sample(run, step)
+    judged = stages.verify(run, stages.solve(run, stored, batch, step), step)
+    rates = stages.solve_rates(stored, judged)
+    rollouts = stages.reward(run, stored, rates, judged)
+    metrics = step_metrics(run, stored, judged, rates, batch, rollouts, {}, StageTimer())
+    return stored, judged, rollouts, metrics
+
+
+def test_estimate_answers_are_rollouts_in_groups_of_their_own(make_run):
+    # The seed is always answered right (no signal); the new task right once in two.
+    run, seed_id = make_run(
+        ["selfplay.solver_tasks=2", "trainer.advantage=grpo"],
+        right=lambda task: [True, True] if task.program == SORTED else [True, False],
+    )
+    stored, judged, rollouts, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    assert [s.outcome for s in stored] == ["valid"]
+    purposes = [j.attempted.purpose for j in judged]
+    assert purposes == ["estimate"] * 2 + ["train"] * 4  # the new task, then both pool tasks
+    assert len(rollouts) == 1 + len(judged)  # the proposal and every judged answer
+    solver = rollouts[1:]
+    estimate_groups = {r.group for r, p in zip(solver, purposes, strict=True) if p == "estimate"}
+    train_groups = {r.group for r, p in zip(solver, purposes, strict=True) if p == "train"}
+    assert len(estimate_groups) == 1 and not estimate_groups & train_groups
+    assert [round(r.advantage) for r in solver[:2]] == [1, -1]  # right, wrong: a signal
+    assert metrics["reward/estimate_rollouts"] == 2
+    assert metrics["reward/rollouts"] == 7
+    # the estimate pair and the new task's training pair carry signal, the seed's pair not
+    assert metrics["advantage/nonzero_share"] == pytest.approx(4 / 7)
+
+
+def test_trr_groups_estimate_answers_with_the_solver_answers_of_their_type(make_run):
+    run, _ = make_run(
+        ["selfplay.solver_tasks=2", "trainer.advantage=trr++"],
+        right=lambda task: [True, True] if task.program == SORTED else [True, False],
+    )
+    _, judged, rollouts, _ = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    solver = [r for r in rollouts if r.role == "solve"]
+    assert len(solver) == len(judged) == 2 + 2 * 2
+    # one (solve, deduction) group over estimate and train answers: every right answer, the
+    # seed's included (whose own group would give 0), has the same advantage
+    right = {round(r.advantage, 3) for r in solver if r.reward == 1.0}
+    wrong = {round(r.advantage, 3) for r in solver if r.reward < 1.0}
+    assert len(right) == len(wrong) == 1 and right.pop() > 0 > wrong.pop()
+
+
+def test_no_estimate_rollouts_when_the_solver_does_not_train(make_run):
+    run, _ = make_run(["selfplay.solver_tasks=1", "selfplay.train_roles=[propose]"])
+    _, _, rollouts, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    assert [r.role for r in rollouts] == ["propose"]
+    assert metrics["reward/estimate_rollouts"] == 0
+
+
+def test_copies_and_duplicates_earn_no_learnability(make_run):
+    earlier = Task("deduction", REVERSED, ("'abc'",), ("'cba'",), cpu_s=1e-4)
+    run, seed_id = make_run(["selfplay.solver_tasks=1"], more=[earlier])
+    spaced = "def f(xs):  # sorts\n\n    return   sorted( xs )\n"
+    proposals = [
+        proposed(0, "deduction", SORTED, "[3, 1, 2]", [seed_id]),  # the reference, verbatim
+        proposed(1, "deduction", spaced, "[2, 1]", [seed_id]),  # its program, spaced out
+        proposed(2, "abduction", SORTED, "[5, 4]", [seed_id]),  # its program, as abduction
+        proposed(3, "deduction", REVERSED, "'abc'", [seed_id]),  # a pool task not shown
+        proposed(4, "deduction", TRIPLE, "4", [seed_id]),  # new work
+        proposed(5, "abduction", TRIPLE, "5", [seed_id]),  # new work, another task of it
+    ]
+    stored, _, rollouts, metrics = one_step(run, proposals)
+    assert [s.outcome for s in stored] == ["valid"] * 6
+    assert [s.added for s in stored] == [False, True, True, False, True, True]
+    assert [s.duplicate for s in stored] == [True] * 4 + [False] * 2
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    # each new task was answered right once in two: AZR's learnability 1 - 1/2
+    assert rewards == [run.config.reward.proposer_duplicate] * 4 + [0.5, 0.5]
+    assert run.config.reward.proposer_duplicate == run.config.reward.proposer_invalid
+    assert metrics["propose/duplicate_share"] == pytest.approx(4 / 6)
+    assert metrics["propose/new_tasks"] == 4  # copies of a reference still enter the pool
+
+
+def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
+    run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.proposer_duplicate=0"])
+    proposals = (
+        proposed(0, "deduction", TRIPLE, "4", [seed_id]),
+        proposed(1, "deduction", TRIPLE, "4", [seed_id]),
+    )
+    validated = stages.validate(run, proposals)
+    first = stages.store_tasks(run, validated, 3)
+    assert [(s.added, s.duplicate) for s in first] == [(True, False), (False, True)]
+    # a resumed run replays step 3: the pool already holds its task, which is still its own
+    again = stages.store_tasks(run, validated, 3)
+    assert [(s.added, s.duplicate) for s in again] == [(False, False), (False, True)]
+    # at a later step it is a duplicate of the pool's task
+    later = stages.store_tasks(run, validated, 4)
+    assert [s.duplicate for s in later] == [True, True]
+    rates = (0.5, 0.5)
+    rollouts = stages.reward(run, first, rates, ())
+    assert [r.reward for r in rollouts] == [0.5, 0.0]  # reward.proposer_duplicate=0
