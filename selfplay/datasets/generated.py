@@ -8,7 +8,9 @@ share a program, only the templates; the held-out items test whether what the so
 some programs carries over to others. Outputs are computed by the project's executor, so every
 task is a real, deterministic run, exactly as a validated proposal would be.
 
-The family is deterministic for a (seed, split, count): the same tasks on every machine.
+Two levels: `standard` (the templates below, two or three operations each) and `easy` (one
+operation, for models too small to answer the standard level). The family is deterministic
+for a (seed, split, count, level): the same tasks on every machine.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Literal
 
 from selfplay.types import Task
 
-__all__ = ["TEMPLATES", "Template", "generated_tasks"]
+__all__ = ["EASY_TEMPLATES", "LEVELS", "TEMPLATES", "Template", "generated_tasks"]
 
 Split = Literal["train", "heldout"]
 HELDOUT_SHARE = 5  # one program text in five belongs to the held-out split
@@ -84,13 +86,56 @@ TEMPLATES: tuple[Template, ...] = (
 )
 
 
+_NAMES = ("x", "n", "value", "item", "number", "k", "v", "a", "b", "z")
+
+
+@dataclass(frozen=True)
+class EasyTemplate(Template):
+    """A one-operation program whose parameter name is a hole too (`{p}`), so that even the
+    identity has many program texts and both splits get programs of every template."""
+
+    def fill(self, rng: random.Random) -> str:
+        return self.program.format(
+            p=rng.choice(_NAMES),
+            a=rng.randint(2, 5),
+            b=rng.randint(1, 3),
+            c=repr(rng.choice(_LETTERS)),
+        )
+
+
+# The easy level: one operation on the argument, most answers a small edit of the input. For
+# models too small for the standard level (SmolLM2-135M answers 1 in 180 of it greedily),
+# where reinforcement learning has some right answers to reinforce.
+EASY_TEMPLATES: tuple[Template, ...] = (
+    EasyTemplate("def f({p}):\n    return {p}", _int),
+    EasyTemplate("def f({p}):\n    return {p}", _word),
+    EasyTemplate("def f({p}):\n    return {p} + {b}", _int),
+    EasyTemplate("def f({p}):\n    return {p} - {b}", _int),
+    EasyTemplate("def f({p}):\n    return {p} * {a}", _int),
+    EasyTemplate("def f({p}):\n    return {p} > {a}", _int),
+    EasyTemplate("def f({p}):\n    return {p} + {c}", _word),
+    EasyTemplate("def f({p}):\n    return {c} + {p}", _word),
+    EasyTemplate("def f({p}):\n    return {p}.upper()", _word),
+    EasyTemplate("def f({p}):\n    return len({p})", _word),
+    EasyTemplate("def f({p}):\n    return {p}[0]", _word),
+    EasyTemplate("def f({p}):\n    return {p}[0]", _ints),
+    EasyTemplate("def f({p}):\n    return {p}[-1]", _ints),
+    EasyTemplate("def f({p}):\n    return len({p})", _ints),
+    EasyTemplate("def f({p}):\n    return max({p})", _ints),
+    EasyTemplate("def f({p}):\n    return {p} + [{b}]", _ints),
+)
+LEVELS: dict[str, tuple[Template, ...]] = {"standard": TEMPLATES, "easy": EASY_TEMPLATES}
+
+
 def _split_of(program: str) -> Split:
     digest = hashlib.sha256(program.encode()).digest()
     return "heldout" if digest[0] % HELDOUT_SHARE == 0 else "train"
 
 
-def _candidates(rng: random.Random, split: Split, count: int) -> list[tuple[str, str]]:
-    """(program, input) pairs of `split`, no pair twice, templates tried in turn."""
+def _candidates(
+    rng: random.Random, split: Split, count: int, templates: tuple[Template, ...]
+) -> list[tuple[str, str]]:
+    """(program, input) pairs of `split`, no pair twice, `templates` tried in turn."""
     seen: set[tuple[str, str]] = set()
     out: list[tuple[str, str]] = []
     tries = 0
@@ -98,7 +143,7 @@ def _candidates(rng: random.Random, split: Split, count: int) -> list[tuple[str,
         tries += 1
         if tries > 200 * count:
             raise RuntimeError(f"the templates cannot give {count} distinct {split} tasks")
-        template = TEMPLATES[tries % len(TEMPLATES)]
+        template = templates[tries % len(templates)]
         program = template.fill(rng)
         pair = (program, template.argument(rng))
         if _split_of(program) == split and pair not in seen:
@@ -108,14 +153,22 @@ def _candidates(rng: random.Random, split: Split, count: int) -> list[tuple[str,
 
 
 def generated_tasks(
-    executor, count: int, split: Split, seed: int = 0, task_type: str = "deduction"
+    executor,
+    count: int,
+    split: Split,
+    seed: int = 0,
+    task_type: str = "deduction",
+    level: str = "standard",
 ) -> list[Task]:
     """`count` tasks of the family's `split` (`deduction`: predict the output; `abduction`:
-    find an input), their outputs computed by `executor` (an `Executor`)."""
+    find an input) from the templates of `level` (`LEVELS`), their outputs computed by
+    `executor` (an `Executor`)."""
     if task_type not in ("deduction", "abduction"):
         raise ValueError(f"the generated family has deduction and abduction tasks, not {task_type}")
-    rng = random.Random(f"{seed}:{split}:{task_type}")
-    pairs = _candidates(rng, split, count)
+    if level not in LEVELS:
+        raise ValueError(f"the generated family's levels are {', '.join(LEVELS)}, not {level}")
+    seeded = f"{seed}:{split}:{task_type}" + ("" if level == "standard" else f":{level}")
+    pairs = _candidates(random.Random(seeded), split, count, LEVELS[level])
     verdicts = executor.validate(pairs)
     failed = [(p, v.reason) for p, v in zip(pairs, verdicts, strict=True) if not v.ok]
     if failed:

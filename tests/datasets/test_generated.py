@@ -31,3 +31,25 @@ def test_abduction_tasks_and_unknown_types(executor):
 
     with pytest.raises(ValueError, match="deduction and abduction"):
         generated_tasks(executor, 1, "train", task_type="induction")
+
+
+def test_the_easy_level_has_its_own_programs_in_both_splits(executor):
+    import re
+
+    import pytest
+
+    from selfplay.datasets.generated import EASY_TEMPLATES
+
+    train = generated_tasks(executor, 3 * len(EASY_TEMPLATES), "train", level="easy")
+    heldout = generated_tasks(executor, 3 * len(EASY_TEMPLATES), "heldout", level="easy")
+    assert not {t.program for t in train} & {t.program for t in heldout}
+    assert not {t.program for t in train} & {
+        t.program for t in generated_tasks(executor, 60, "train")
+    }
+    # the parameter name is a hole: even the identity has programs in both splits
+    identity_program = re.compile(r"def f\((\w+)\):\n    return \1")
+    identity = [t for t in train + heldout if identity_program.fullmatch(t.program)]
+    assert {t in train for t in identity} == {True, False}
+    assert all(t.outputs == t.inputs for t in identity)
+    with pytest.raises(ValueError, match="levels are standard, easy"):
+        generated_tasks(executor, 1, "train", level="hard")
