@@ -55,10 +55,14 @@ def _quiet_vllm() -> None:
     logging.getLogger("vllm.model_executor.models.utils").addFilter(_CastNotice())
 
 
-def _weights(model) -> Iterator[tuple[str, object]]:
-    """The training model's tensors under checkpoint names, detached, without copies."""
+def _weights(model, dtype) -> Iterator[tuple[str, object]]:
+    """The training model's tensors under checkpoint names, detached, in the engine's dtype:
+    without copies where the dtypes agree, one tensor at a time where they do not."""
     for name, tensor in model.state_dict(keep_vars=False).items():
-        yield name, tensor.detach()
+        tensor = tensor.detach()
+        if tensor.is_floating_point() and tensor.dtype != dtype:
+            tensor = tensor.to(dtype)
+        yield name, tensor
 
 
 class VLLMEngine:
@@ -80,6 +84,7 @@ class VLLMEngine:
         self.on_gpu = torch.cuda.is_available()
         self.asleep = False
         self.training_threads = torch.get_num_threads()
+        self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         self.llm = LLM(
             model=source,
             tokenizer=source,
@@ -163,7 +168,9 @@ class VLLMEngine:
             raise RuntimeError("wake_up() the vLLM engine before pushing weights into it")
         # In process the iterator is handed over as it is; to an engine process it is pickled,
         # and a generator cannot be.
-        weights = _weights(model) if self.config.vllm_in_process else list(_weights(model))
+        weights = _weights(model, self.dtype)
+        if not self.config.vllm_in_process:
+            weights = list(weights)
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 
