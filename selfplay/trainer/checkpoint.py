@@ -47,6 +47,9 @@ class Checkpoints:
             shutil.rmtree(partial, ignore_errors=True)
         accelerator.wait_for_everyone()
         accelerator.save_state(str(partial / "state"))
+        # every rank's part (its RNG states, its shards) is written before the rename makes
+        # the checkpoint complete: a rank killed while saving leaves only a partial one
+        accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             self._write_model_folder(accelerator, model, tokenizer, partial)
             (partial / "checkpoint.json").write_text(json.dumps({"step": step, **(extra or {})}))
