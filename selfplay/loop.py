@@ -165,6 +165,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     _set_threads(config.run.threads, ranks)
     folder = run_folder(config)
     config = _resolved(config, folder)
+    _check_sharding(accelerator, config)
     if ranks.is_main:
         folder.mkdir(parents=True, exist_ok=True)
         _save_config(config, folder)
@@ -242,6 +243,19 @@ def _reference(model):
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference
+
+
+def _check_sharding(accelerator, config: Config) -> None:
+    """FSDP shards the training model across ranks: the transformers backend, which generates
+    with that model, would have every rank wait for the others' shards at every token of
+    different prompts. Each rank's vLLM engine holds the whole model instead."""
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type == DistributedType.FSDP and config.engine.backend != "vllm":
+        raise ValueError(
+            "FSDP (from the accelerate config) needs engine.backend=vllm: the transformers "
+            "backend generates with the sharded training model; use DDP, or vLLM"
+        )
 
 
 def _set_threads(setting: int, ranks: Ranks) -> None:

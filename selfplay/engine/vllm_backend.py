@@ -57,8 +57,12 @@ def _quiet_vllm() -> None:
 
 def _weights(model, dtype) -> Iterator[tuple[str, object]]:
     """The training model's tensors under checkpoint names, detached, in the engine's dtype:
-    without copies where the dtypes agree, one tensor at a time where they do not."""
+    without copies where the dtypes agree, one tensor at a time where they do not. A tensor
+    sharded across ranks (FSDP2's DTensor) is gathered whole, one at a time; that is
+    collective, and every rank pushes into its own engine, in the same order."""
     for name, tensor in model.state_dict(keep_vars=False).items():
+        if hasattr(tensor, "full_tensor"):
+            tensor = tensor.full_tensor()
         tensor = tensor.detach()
         if tensor.is_floating_point() and tensor.dtype != dtype:
             tensor = tensor.to(dtype)
