@@ -23,6 +23,10 @@ fair share of both roles and of short and long answers; within a mini-batch, rol
 sorted by length before they are cut into micro-batches, so that little padding is wasted.
 The learning-rate schedule advances once per optimizer step (`trainer.warmup_steps` counts
 optimizer steps), and the rate reported is the one the last optimizer step used.
+
+With several processes (`share=`), every rank cuts the same mini-batches and runs its share of
+each in the same number of micro-batches (`micro_batch_share`); the statistics reported are the
+whole update's, gathered from every rank.
 """
 
 from __future__ import annotations
