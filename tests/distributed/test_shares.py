@@ -151,3 +151,22 @@ def test_ranks_averaged_gradients_equal_one_process_gradient(micro_batch):
         assert torch.allclose(averaged, delta, atol=1e-6), name
         moved |= bool(delta.abs().max() > 0)
     assert moved, "the update must change the parameters"
+
+
+def test_processes_on_one_machine_share_its_cores(monkeypatch):
+    from selfplay.config import ConfigError, load
+    from selfplay.loop import _set_threads
+
+    before = torch.get_num_threads()
+    try:
+        _set_threads(0, Ranks())  # one process: torch's own choice
+        assert torch.get_num_threads() == before
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "64")
+        _set_threads(0, Ranks(rank=1, world_size=64))
+        assert torch.get_num_threads() == 1  # more processes than cores: one each
+        _set_threads(3, Ranks())
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ConfigError, match="run.threads"):
+        load(None, ["run.threads=-1"])
