@@ -5,7 +5,7 @@ stages read the same either way; this module is the one place that knows about r
 
   * `Ranks` says who this process is and moves picklable records between processes
     (gather in rank order, broadcast from rank 0); with one process both are no-ops.
-  * `Ranks.map` cuts a list of work into `shares` contiguous parts, runs the parts this rank
+  * `Ranks.map` cuts a list of work into `shares` strided parts, runs the parts this rank
     owns and gathers every part's results in order, so each rank ends up with all of them.
     The engine's generation, the executor's validation and the judge (executor and math
     checker) go through it.
@@ -34,7 +34,15 @@ from typing import Any
 
 from selfplay.engine.base import Generation, SamplingParams, derive_seed
 
-__all__ = ["Ranks", "SharedStore", "RankFailed", "generate", "share_bounds", "share_seed"]
+__all__ = [
+    "Ranks",
+    "SharedStore",
+    "RankFailed",
+    "generate",
+    "share_bounds",
+    "share_of",
+    "share_seed",
+]
 
 
 class RankFailed(RuntimeError):
@@ -128,19 +136,21 @@ class Ranks:
         return range(self.rank, self.shares, self.world_size)
 
     def map(self, fn: Callable[[list, int], list], items: Sequence) -> list:
-        """`fn(part, k)` over the `shares` contiguous parts of `items` (`share_bounds`), each
-        part by the rank that owns it; the concatenated results, in order, on every rank.
-        `fn` returns one result per item of its part."""
-        bounds = share_bounds(len(items), self.shares)
+        """`fn(part, k)` over the `shares` parts of `items` (part k: every shares-th item from
+        the k-th, `share_of`), each part by the rank that owns it; the results in the order
+        of the items, on every rank. `fn` returns one result per item of its part.
+
+        Strided parts mix what lies together in `items` (a task type's prompts, a long
+        program's answers), so that the ranks' parts take about as long."""
         mine: dict[int, list] | _Failure = {}
         try:
             for k in self.owned():
-                start, stop = bounds[k]
-                if stop > start:
-                    part = fn(list(items[start:stop]), k)
-                    if len(part) != stop - start:
-                        raise ValueError(f"{len(part)} results for {stop - start} items")
-                    mine[k] = part
+                part = share_of(items, k, self.shares)
+                if part:
+                    results = fn(part, k)
+                    if len(results) != len(part):
+                        raise ValueError(f"{len(results)} results for {len(part)} items")
+                    mine[k] = results
         except BaseException as error:
             if self.world_size == 1:
                 raise
@@ -151,13 +161,18 @@ class Ranks:
             if isinstance(got, _Failure):
                 raise RankFailed(f"rank {got.rank} failed: {got.error}")
             parts.update(got)
-        return [result for k in range(self.shares) for result in parts.get(k, [])]
+        return [parts[i % self.shares][i // self.shares] for i in range(len(items))]
 
 
 @dataclass(frozen=True)
 class _Failure:
     rank: int
     error: str
+
+
+def share_of(items: Sequence, k: int, shares: int) -> list:
+    """Share k of `shares`: the items at k, k + shares, k + 2 shares, ..."""
+    return list(items[k::shares])
 
 
 def share_bounds(n: int, shares: int) -> list[tuple[int, int]]:
@@ -190,13 +205,11 @@ def generate(ranks: Ranks, engine, prompts: Sequence, params: SamplingParams) ->
     per_prompt = isinstance(regex, tuple)
     if per_prompt and len(regex) != len(prompts):
         raise ValueError(f"{len(regex)} regular expressions for {len(prompts)} prompts")
-    bounds = share_bounds(len(prompts), ranks.shares)
 
     def part(chats: list, k: int) -> list[Generation]:
-        start, stop = bounds[k]
         mine = replace(params, seed=share_seed(params.seed, k, ranks.shares))
         if per_prompt:
-            mine = replace(mine, regex=regex[start:stop])
+            mine = replace(mine, regex=tuple(share_of(regex, k, ranks.shares)))
         return engine.generate(chats, mine)
 
     return ranks.map(part, prompts)

@@ -67,19 +67,25 @@ def test_two_processes_make_one_process_step(tmp_path, formatted_model_dir):
     assert ranks[0]["rewards"] == alone["rewards"]
     assert ranks[0]["advantages"] == alone["advantages"]  # computed over the whole step
     assert any(a != 0 for a in alone["advantages"]), "the step must carry a gradient"
+    # The gradient: its norm (before clipping) and the loss, as one process computes them,
+    # up to float32 sums in another order over micro-batches of other padding widths (seen:
+    # 2e-5). AdamW normalises each coordinate's step, so the parameters alone would not show
+    # a gradient scaled by the world size (the one-process test of the loss shows it exactly).
+    for name in ("update/grad_norm", "update/loss"):
+        assert ranks[0]["metrics"][name] == pytest.approx(alone["metrics"][name], rel=1e-4)
     # AdamW's first step moves a parameter by lr * g / (|g| + eps): for a gradient near zero
-    # the rounding of a different summation order can move it by up to 2 lr. So: every
-    # parameter within 2 lr, all but one in 100,000 within 1e-6.
+    # the rounding of another summation order can move it differently, by up to 2 lr. So:
+    # every parameter within 2 lr, and the whole update within 1e-3 of its size.
     lr = alone["metrics"]["update/lr"]
-    moved, off, count = 0.0, 0, 0
+    initial = _initial(formatted_model_dir)
+    gap = size = 0.0
     for name, value in alone["params"].items():
-        gap = (ranks[0]["params"][name] - value).abs()
-        assert float(gap.max()) <= 2 * lr, name
-        off += int((gap > 1e-6).sum())
-        count += value.numel()
-        moved = max(moved, float((value - _initial(formatted_model_dir)[name]).abs().max()))
-    assert off <= count * 1e-5, f"{off} of {count} parameters differ by more than 1e-6"
-    assert moved > 1e-4, "the update must change the parameters"
+        other = ranks[0]["params"][name]
+        assert float((other - value).abs().max()) <= 2 * lr, name
+        gap += float(((other - value) ** 2).sum())
+        size += float(((value - initial[name]) ** 2).sum())
+    assert size**0.5 > 1e-3, "the update must change the parameters"
+    assert gap**0.5 <= 1e-3 * size**0.5, (gap**0.5, size**0.5)
     pool_one = json.loads((one / "pool.json").read_text())
     for step in (1, 2):
         a, b = (torch.load(two / f"rank{r}-step{step}.pt")["params"] for r in range(2))
