@@ -103,6 +103,7 @@ class VLLMEngine:
             # (chunked) prefill, so on CPU prompts are prefilled whole.
             enable_chunked_prefill=self.on_gpu,
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
+            **_launched(self.on_gpu),
         )
         # On CPU vLLM drops torch to one intra-op thread for serving (and disables
         # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
@@ -237,3 +238,14 @@ def _completion(out) -> Completion:
     logprobs = tuple(entry[token].logprob for token, entry in zip(token_ids, out.logprobs))
     finish = "length" if out.finish_reason == "length" else "stop"
     return Completion(out.text, token_ids, logprobs, finish)
+
+
+def _launched(on_gpu: bool) -> dict:
+    """With several GPU processes (torchrun, accelerate), each rank's engine serves on its own
+    GPU (LOCAL_RANK) within the launcher's process group: vLLM's `external_launcher`, as
+    TRL's colocated mode starts it; without it every rank's engine would take GPU 0. (Not run
+    here: no machine with several GPUs. On CPU each rank's engine starts on its own, as two
+    processes under torchrun do.)"""
+    if on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return {"distributed_executor_backend": "external_launcher"}
+    return {}
