@@ -11,6 +11,11 @@ again. Labeled sets (`seed.labeled`) are imported into the pool when a run start
 (`selfplay.semi`). The pool needs no rollback: adding a task is idempotent (content hash) and so is
 recording a step's attempts (one record per task, step and model version), so a replayed step
 adds and counts nothing twice, and nothing committed is lost.
+
+Launched as several processes (torchrun, `accelerate launch`), the ranks share each step
+(`selfplay.distributed`): rank 0 holds the pool and writes the metrics, progress, summary,
+evaluations and the checkpoint's model files; every rank writes its part of a checkpoint and
+resumes from the same one.
 """
 
 from __future__ import annotations
