@@ -90,9 +90,10 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
 
     params = sampling(config.generation, n=1, seed=config.run.seed, stop=ANSWER_STOP)
     if mode == "constrained":
-        from selfplay.proposer import proposal_regex
+        from selfplay.proposer.layout import proposal_regex, think_limit
 
-        regexes = tuple(proposal_regex(kind, config.roles) for kind, _, _ in requests)
+        think = think_limit(config.generation.max_new_tokens)
+        regexes = tuple(proposal_regex(kind, config.roles, think) for kind, _, _ in requests)
         params = replace(params, regex=regexes)
     started = time.perf_counter()
     generations = engine.generate([chat for _, _, chat in requests], params)

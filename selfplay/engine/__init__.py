@@ -13,6 +13,9 @@ default model and loading), `transformers_backend`, `vllm_backend`, `commands` (
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from selfplay.engine.base import (
     Chat,
     Completion,
@@ -24,6 +27,9 @@ from selfplay.engine.base import (
     derive_seed,
 )
 
+if TYPE_CHECKING:
+    from selfplay.config import EngineConfig
+
 __all__ = [
     "Chat",
     "Completion",
@@ -33,6 +39,7 @@ __all__ = [
     "SamplingParams",
     "chat",
     "derive_seed",
+    "fit_context",
     "make_engine",
     "resolve_backend",
     "sampling",
@@ -77,14 +84,32 @@ def make_engine(config, model, tokenizer, source: str) -> Engine:
     must hold the same weights as `model`; push with `load_weights` after every update), in
     `model.dtype`, whatever the dtype of the training model.
     """
+    engine_config = fit_context(config.engine, model)
     if resolve_backend(config.engine.backend) == "transformers":
         from selfplay.engine.transformers_backend import TransformersEngine
 
-        return TransformersEngine(model, tokenizer, config.engine, config.model.template)
+        return TransformersEngine(model, tokenizer, engine_config, config.model.template)
     from selfplay.engine.model import torch_dtype
     from selfplay.engine.vllm_backend import VLLMEngine
 
     # vLLM serves in the configured `model.dtype` (a bfloat16 7B model holds 15 GB there, not
     # the 30 GB of the float32 weights training keeps); pushed weights are cast to it.
     dtype = str(torch_dtype(config.model.dtype)).removeprefix("torch.")
-    return VLLMEngine(source, tokenizer, config.engine, dtype, config.model.template)
+    return VLLMEngine(source, tokenizer, engine_config, dtype, config.model.template)
+
+
+def fit_context(engine: EngineConfig, model, notice=None) -> EngineConfig:
+    """`engine` with `max_model_len` no longer than the model's context window
+    (`max_position_embeddings`), said in one line on `notice` (standard error by default) when
+    it is shortened: positions past the window are untrained, and vLLM refuses to start."""
+    window = getattr(model.config, "max_position_embeddings", None)
+    if not isinstance(window, int) or engine.max_model_len <= window:
+        return engine
+    import sys
+
+    print(
+        f"engine.max_model_len={engine.max_model_len} is longer than the model's context "
+        f"window ({window} tokens): using {window}",
+        file=notice or sys.stderr,
+    )
+    return replace(engine, max_model_len=window)

@@ -3,7 +3,9 @@ generation (`generation.constrained_proposals`: vLLM's structured output keeps e
 token inside the expression, so a small model cannot wander off the layout).
 
 Each expression describes exactly the requested answer: an optional `<think>` section when
-`roles.think` asks for one, then `<answer>` holding
+`roles.think` asks for one (at most `think_chars` characters, so that thinking cannot use up
+the token budget the answer needs: `proposal_regexes` allows about half of
+`generation.max_new_tokens`), then `<answer>` holding
 
 deduction / abduction  one python block: definitions (imports, functions, classes, constants),
                        among them `def f(`, then, as the last line, one call `f(...)`
@@ -25,9 +27,9 @@ from collections.abc import Sequence
 from selfplay.config import RolesConfig
 from selfplay.types import TaskType
 
-__all__ = ["proposal_regex", "proposal_regexes"]
+__all__ = ["proposal_regex", "proposal_regexes", "think_limit"]
 
-_THINK = r"<think>\n[^<]*</think>\n"
+CHARS_PER_TOKEN = 4  # about, in English and code, for the tokenizers of the models we use
 # A top-level line of a program without test code: a definition's first line, an indented or
 # blank line, a closing bracket of a multi-line constant, a constant's assignment, a comment.
 _PROGRAM_LINE = (
@@ -48,8 +50,11 @@ def _program(definition: str) -> str:
     return rf"(?:{_PROGRAM_LINE})*{definition}[^\n]*\n(?:{_PROGRAM_LINE})*"
 
 
-def proposal_regex(task_type: TaskType, roles: RolesConfig | None = None) -> str:
-    """The layout of a proposal of `task_type` as the proposer prompt asks for it."""
+def proposal_regex(
+    task_type: TaskType, roles: RolesConfig | None = None, think_chars: int = 2048
+) -> str:
+    """The layout of a proposal of `task_type` as the proposer prompt asks for it, its think
+    section (when `roles.think`) at most `think_chars` characters long."""
     roles = roles or RolesConfig()
     if task_type == "induction":
         low, high = roles.induction_visible + 1, roles.induction_inputs
@@ -59,13 +64,20 @@ def proposal_regex(task_type: TaskType, roles: RolesConfig | None = None) -> str
         body = problem + _OPEN + _program(r"def f\(\)") + _FENCE_END
     else:
         body = _OPEN + _program(r"def f\(") + _CALL + _FENCE_END
-    head = _THINK if roles.think else ""
+    head = rf"<think>\n[^<]{{0,{think_chars}}}</think>\n" if roles.think else ""
     return rf"{head}<answer>\n{body}</answer>"
 
 
 def proposal_regexes(config, task_types: Sequence[TaskType]) -> tuple[str, ...] | None:
     """One layout per proposer prompt (of the given task types, in order) when the config
-    asks for constrained proposals (`generation.constrained_proposals`); else None."""
+    asks for constrained proposals (`generation.constrained_proposals`); else None. Thinking
+    may take about half of the completion's tokens."""
     if not config.generation.constrained_proposals:
         return None
-    return tuple(proposal_regex(t, config.roles) for t in task_types)
+    think = think_limit(config.generation.max_new_tokens)
+    return tuple(proposal_regex(t, config.roles, think) for t in task_types)
+
+
+def think_limit(max_new_tokens: int) -> int:
+    """The think section's length limit for a completion of `max_new_tokens`: about half."""
+    return max_new_tokens // 2 * CHARS_PER_TOKEN

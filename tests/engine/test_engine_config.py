@@ -66,3 +66,22 @@ def test_auto_backend_is_vllm_where_it_imports_else_transformers_with_a_notice(m
     assert notice.getvalue().count("\n") == 1 and "vLLM is not installed" in notice.getvalue()
     assert resolve_backend("vllm", notice) == "vllm"  # named backends stay as they are
     assert resolve_backend("transformers", notice) == "transformers"
+
+
+def test_max_model_len_is_cut_to_the_model_context_window_with_a_notice(
+    tiny_model, smol_tokenizer, capsys
+):
+    import io
+
+    from selfplay.engine import fit_context
+
+    window = tiny_model.config.max_position_embeddings
+    engine = config.load(None, [f"engine.max_model_len={window * 2}"]).engine
+    notice = io.StringIO()
+    assert fit_context(engine, tiny_model, notice).max_model_len == window
+    assert notice.getvalue().count("\n") == 1 and f"using {window}" in notice.getvalue()
+    shorter = config.load(None, [f"engine.max_model_len={window // 2}"]).engine
+    assert fit_context(shorter, tiny_model, notice) is shorter  # a shorter one is kept
+    cfg = config.load(None, ["engine.backend=transformers", f"engine.max_model_len={window + 1}"])
+    made = make_engine(cfg, tiny_model, smol_tokenizer, "unused")
+    assert made.config.max_model_len == window and "context window" in capsys.readouterr().err

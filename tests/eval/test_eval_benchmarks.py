@@ -148,5 +148,6 @@ def test_eval_command_names_a_broken_data_line(tmp_path, tiny_model_dir, capsys)
     data = tmp_path / "broken.jsonl"
     data.write_text('{"question": "1 + 1?", "answer": "#### 2"}\n{"question": "no gold"}\n')
     argv = ["eval", "gsm8k", "--model", str(tiny_model_dir), "--data", str(data)]
-    assert main([*argv, "--out", str(tmp_path / "out"), "generation.max_new_tokens=4"]) == 1
+    argv += ["--out", str(tmp_path / "out"), "engine.backend=transformers"]
+    assert main([*argv, "generation.max_new_tokens=4"]) == 1
     assert "broken.jsonl:2" in capsys.readouterr().err

@@ -88,6 +88,7 @@ def test_eval_command_on_a_model_folder(tmp_path, tiny_model_dir, capsys):
             str(out),
             "generation.max_new_tokens=16",
             "executor.workers=2",
+            "engine.backend=transformers",  # the tiny model; vLLM has its own tests
         ]
     )
     assert code == 0
