@@ -405,6 +405,11 @@ class RunConfig(Checked):
     folder: str = knob("store/{run}", "run folder; {run} becomes curriculum.run")
     steps: int = knob(20, "training steps")
     seed: int = knob(0, "seed of torch, numpy and generation")
+    threads: int = knob(
+        0,
+        "torch threads per process; 0: torch's default for one process, the machine's cores "
+        "shared among the processes on it for several",
+    )
     checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
     keep_checkpoints: int = knob(2, "checkpoints kept on disk")
     eval_every: int = knob(0, "evaluate every this many steps and before the first (0 = never)")
@@ -418,6 +423,8 @@ class RunConfig(Checked):
 
     def check(self) -> None:
         positive(self, "steps", "checkpoint_every", "keep_checkpoints")
+        if self.threads < 0:
+            raise ConfigError(f"run.threads: {self.threads}; use 0 (automatic) or a count")
         if not self.eval_benchmarks:
             raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
 

@@ -11,14 +11,21 @@ again. Labeled sets (`seed.labeled`) are imported into the pool when a run start
 (`selfplay.semi`). The pool needs no rollback: adding a task is idempotent (content hash) and so is
 recording a step's attempts (one record per task, step and model version), so a replayed step
 adds and counts nothing twice, and nothing committed is lost.
+
+Launched as several processes (torchrun, `accelerate launch`), the ranks share each step
+(`selfplay.distributed`): rank 0 holds the pool and writes the metrics, progress, summary,
+evaluations and the checkpoint's model files; every rank writes its part of a checkpoint and
+resumes from the same one.
 """
 
 from __future__ import annotations
 
 import copy
+import io
+import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +35,7 @@ import yaml
 from selfplay import semi, stages
 from selfplay.config import Config, to_dict
 from selfplay.curriculum import Provenance
+from selfplay.distributed import Ranks, SharedStore
 from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import load_model
 from selfplay.judge import Judge
@@ -67,8 +75,9 @@ class Run:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     engine: Engine
     executor: Executor
-    store: TaskStore
+    store: SharedStore | TaskStore  # the pool; shared: rank 0 holds it (`.local`), writes it
     pad_id: int
+    ranks: Ranks = field(default_factory=Ranks)  # this process among the run's
     version: str = "step0"  # the weights that generate the current step's samples
     on_stage: Callable[[str], None] | None = None  # told each stage's name as it starts
     evaluator: InLoopEval | None = None  # made at the first evaluation
@@ -149,12 +158,22 @@ def open_run(config: Config) -> tuple[Run, int]:
     from selfplay.executor import Executor
 
     labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
-    folder = run_folder(config)
-    folder.mkdir(parents=True, exist_ok=True)
-    config = _resolved(config, folder)
-    _save_config(config, folder)
     t = config.trainer
-    accelerator = Accelerator(mixed_precision=_mixed_precision(t.mixed_precision))
+    accelerator = Accelerator(
+        # without cpu=True, accelerate sees no distribution in CPU processes under torchrun
+        cpu=not torch.cuda.is_available(),
+        mixed_precision=_mixed_precision(t.mixed_precision),
+        # the schedule counts optimizer steps; by default accelerate steps it once per process
+        step_scheduler_with_optimizer=False,
+    )
+    ranks = Ranks.of(accelerator)
+    _set_threads(config.run.threads, ranks)
+    folder = run_folder(config)
+    config = _resolved(config, folder)
+    _check_sharding(accelerator, config)
+    if ranks.is_main:
+        folder.mkdir(parents=True, exist_ok=True)
+        _save_config(config, folder)
     set_seed(config.run.seed)
     model, tokenizer, source = load_model(
         replace(config.model, dtype="float32"), str(accelerator.device)
@@ -167,15 +186,18 @@ def open_run(config: Config) -> tuple[Run, int]:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     executor = Executor(config.executor)
-    store = TaskStore.open(
-        config.curriculum.store,
-        config.curriculum.run,
-        config.curriculum,
-        run_config=to_dict(config),
-        answers=config.selfplay.solver_samples,
-    )
+    local = None
+    if ranks.is_main:
+        local = TaskStore.open(
+            config.curriculum.store,
+            config.curriculum.run,
+            config.curriculum,
+            run_config=to_dict(config),
+            answers=config.selfplay.solver_samples,
+        )
+    store = SharedStore(local, ranks)
     start = 1
-    latest = Checkpoints(folder).latest()
+    latest = ranks.broadcast(Checkpoints(folder).latest())
     if latest is not None:
         start = Checkpoints(folder).load(accelerator, latest)["step"] + 1
     engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
@@ -195,7 +217,16 @@ def open_run(config: Config) -> tuple[Run, int]:
         pad_id=tokenizer.pad_token_id,
         reference=reference,
         math_checker=MathChecker(config.mathcheck),
+        ranks=ranks,
     )
+    if ranks.is_main:
+        _prepare_pool(run, labeled)
+    return run, start
+
+
+def _prepare_pool(run: Run, labeled) -> None:
+    """Rank 0 imports the labeled sets and seeds an empty pool before the first step."""
+    config, store, executor, folder = run.config, run.store.local, run.executor, run.folder
     run.imports = semi.import_labeled(
         store,
         executor,
@@ -209,7 +240,6 @@ def open_run(config: Config) -> tuple[Run, int]:
     if config.curriculum.selection == "trapo":
         run.selection_log = semi.SelectionLog(folder / "selection.jsonl")
     _seed_pool(run)
-    return run, start
 
 
 def _reference(model):
@@ -218,6 +248,30 @@ def _reference(model):
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference
+
+
+def _check_sharding(accelerator, config: Config) -> None:
+    """FSDP shards the training model across ranks: the transformers backend, which generates
+    with that model, would have every rank wait for the others' shards at every token of
+    different prompts. Each rank's vLLM engine holds the whole model instead."""
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type == DistributedType.FSDP and config.engine.backend != "vllm":
+        raise ValueError(
+            "FSDP (from the accelerate config) needs engine.backend=vllm: the transformers "
+            "backend generates with the sharded training model; use DDP, or vLLM"
+        )
+
+
+def _set_threads(setting: int, ranks: Ranks) -> None:
+    """torch's intra-op threads in this process: `run.threads`, or with 0 the machine's cores
+    shared among the run's processes on it (one each where there are more processes than
+    cores), so that processes do not oversubscribe the cores. One process keeps torch's own."""
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", ranks.world_size))
+    if setting == 0 and local == 1:
+        return
+    threads = setting or max(1, (os.cpu_count() or 1) // local)
+    torch.set_num_threads(threads)
 
 
 def _mixed_precision(setting: str) -> str:
@@ -232,13 +286,14 @@ IDENTITY_SEED = ("def f(a):\n    return a", "'Hello World'")
 
 def _seed_pool(run: Run) -> None:
     """Zero-data mode starts from AZR's single seed task: the identity function."""
-    if len(run.store) or not run.config.selfplay.seed_identity:
+    store = run.store.local
+    if len(store) or not run.config.selfplay.seed_identity:
         return
     [verdict] = run.executor.validate([IDENTITY_SEED])
     task = Task(
         "deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s
     )
-    run.store.add_tasks([task], Provenance("seed", 0, "", "identity"))
+    store.add_tasks([task], Provenance("seed", 0, "", "identity"))
 
 
 def close_run(run: Run) -> None:
@@ -259,10 +314,13 @@ def run(config: Config, out=sys.stdout) -> Path:
     """Run (or resume) the configured number of steps; returns the run folder."""
     state, start = open_run(config)
     cfg = state.config
+    main = state.ranks.is_main
     checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints)
     wandb = cfg.run.wandb_project or None
-    logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
-    progress = Progress(out, cfg.run.steps)
+    logger = None
+    if main:  # metrics, progress and the summary come from rank 0 only
+        logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
+    progress = Progress(out if main else io.StringIO(), cfg.run.steps)
     state.on_stage = progress.stage
     for report in state.imports or ():
         progress.note(
@@ -272,19 +330,22 @@ def run(config: Config, out=sys.stdout) -> Path:
     try:
         if start > cfg.run.steps:
             progress.note(f"already finished: {cfg.run.steps} steps done")
-        if start == 1 and cfg.run.eval_every:
+        if start == 1 and cfg.run.eval_every and main:
             logger.log(0, _evaluate(state, 0))
         for step in range(start, cfg.run.steps + 1):
             metrics = run_step(state, step)
-            if cfg.run.eval_every and step % cfg.run.eval_every == 0:
+            metrics["run/world_size"] = float(state.ranks.world_size)
+            if cfg.run.eval_every and step % cfg.run.eval_every == 0 and main:
                 metrics.update(_evaluate(state, step))
-            logger.log(step, metrics)
+            if main:
+                logger.log(step, metrics)
             progress.step(step, metrics)
             if step % cfg.run.checkpoint_every == 0 or step == cfg.run.steps:
                 checkpoints.save(state.accelerator, state.model, state.tokenizer, step)
         progress.summary(state)
     finally:
-        logger.close()
+        if logger is not None:
+            logger.close()
         close_run(state)
     return state.folder
 

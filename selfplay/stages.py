@@ -19,6 +19,12 @@ reward    Rollout     rewards and advantages of both roles (a proposal's from it
                       solve rate); every judged answer, estimate or train, is a rollout
 update    metrics     one policy update on the rollouts
 sync      (nothing)   the generation engine gets the new weights
+
+With several processes the stages read the same: generation, validation and judging go through
+`selfplay.distributed` (each rank its share, everyone gets every result), the pool through its
+`SharedStore` (rank 0 writes, every rank reads the same), and the update trains each rank on
+its share of the rollouts. Rewards and advantages are computed on every rank from identical
+records, over the whole step.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from selfplay import distributed
 from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import derive_seed, sampling
@@ -105,7 +112,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
     params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))
     proposed = []
     for group, ((task_type, refs, program), generation) in enumerate(
-        zip(meta, run.engine.generate(prompts, params), strict=True)
+        zip(meta, distributed.generate(run.ranks, run.engine, prompts, params), strict=True)
     ):
         for c in generation.completions:
             parsed = parse_proposal(
@@ -134,7 +141,7 @@ def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
     """Every parsed proposal's runs in one executor call; the proposer's verdicts on them (a
     math task's `f()` must return a number) and the task they make."""
     cases = [case for p in proposed if isinstance(p.parsed, Proposal) for case in p.parsed.cases]
-    verdicts = iter(run.executor.validate(cases))
+    verdicts = iter(run.ranks.map(lambda part, _: run.executor.validate(part), cases))
     validated = []
     for p in proposed:
         if not isinstance(p.parsed, Proposal):
@@ -233,7 +240,7 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
         prompts = [solver_prompt(task, cfg.roles) for _, task in tasks]
         params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=ANSWER_STOP)
         for (task_id, task), generation in zip(
-            tasks, run.engine.generate(prompts, params), strict=True
+            tasks, distributed.generate(run.ranks, run.engine, prompts, params), strict=True
         ):
             for c in generation.completions:
                 parsed = parse_answer(c.text, task.type, truncated=c.finish_reason == "length")
@@ -282,7 +289,8 @@ def _verdicts(run: Run, attempted: tuple[Attempted, ...], by_task) -> list[Verdi
                 (attempted[well_formed[0]].task, [attempted[i].parsed.text for i in well_formed])
             )
             owners.append(well_formed)
-    for indices, answers in zip(owners, run.judge.judge(items), strict=True):
+    judged = run.ranks.map(lambda part, _: run.judge.judge(part), items)
+    for indices, answers in zip(owners, judged, strict=True):
         for i, verdict in zip(indices, answers, strict=True):
             verdicts[i] = verdict
     return verdicts
@@ -368,6 +376,7 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
             run.reference,
             temperature=run.config.generation.temperature,
             seed=_seed(run, step, _UPDATE_STAGE),
+            share=run.ranks,
         )
     finally:
         run.engine.wake_up()

@@ -81,17 +81,20 @@ def make_engine(config, model, tokenizer, source: str) -> Engine:
     (`auto` is resolved here, see `resolve_backend`).
 
     transformers generates with `model` itself; vLLM starts from the files at `source` (which
-    must hold the same weights as `model`; push with `load_weights` after every update).
+    must hold the same weights as `model`; push with `load_weights` after every update), in
+    `model.dtype`, whatever the dtype of the training model.
     """
     engine_config = fit_context(config.engine, model)
     if resolve_backend(config.engine.backend) == "transformers":
         from selfplay.engine.transformers_backend import TransformersEngine
 
         return TransformersEngine(model, tokenizer, engine_config, config.model.template)
+    from selfplay.engine.model import torch_dtype
     from selfplay.engine.vllm_backend import VLLMEngine
 
-    # vLLM computes in the training model's dtype, so that pushed weights arrive unchanged.
-    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    # vLLM serves in the configured `model.dtype` (a bfloat16 7B model holds 15 GB there, not
+    # the 30 GB of the float32 weights training keeps); pushed weights are cast to it.
+    dtype = str(torch_dtype(config.model.dtype)).removeprefix("torch.")
     return VLLMEngine(source, tokenizer, engine_config, dtype, config.model.template)
 
 

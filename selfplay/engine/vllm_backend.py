@@ -55,10 +55,18 @@ def _quiet_vllm() -> None:
     logging.getLogger("vllm.model_executor.models.utils").addFilter(_CastNotice())
 
 
-def _weights(model) -> Iterator[tuple[str, object]]:
-    """The training model's tensors under checkpoint names, detached, without copies."""
+def _weights(model, dtype) -> Iterator[tuple[str, object]]:
+    """The training model's tensors under checkpoint names, detached, in the engine's dtype:
+    without copies where the dtypes agree, one tensor at a time where they do not. A tensor
+    sharded across ranks (FSDP2's DTensor) is gathered whole, one at a time; that is
+    collective, and every rank pushes into its own engine, in the same order."""
     for name, tensor in model.state_dict(keep_vars=False).items():
-        yield name, tensor.detach()
+        if hasattr(tensor, "full_tensor"):
+            tensor = tensor.full_tensor()
+        tensor = tensor.detach()
+        if tensor.is_floating_point() and tensor.dtype != dtype:
+            tensor = tensor.to(dtype)
+        yield name, tensor
 
 
 class VLLMEngine:
@@ -80,6 +88,7 @@ class VLLMEngine:
         self.on_gpu = torch.cuda.is_available()
         self.asleep = False
         self.training_threads = torch.get_num_threads()
+        self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
         self.llm = LLM(
             model=source,
             tokenizer=source,
@@ -94,6 +103,7 @@ class VLLMEngine:
             # (chunked) prefill, so on CPU prompts are prefilled whole.
             enable_chunked_prefill=self.on_gpu,
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
+            **_launched(self.on_gpu),
         )
         # On CPU vLLM drops torch to one intra-op thread for serving (and disables
         # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
@@ -163,7 +173,9 @@ class VLLMEngine:
             raise RuntimeError("wake_up() the vLLM engine before pushing weights into it")
         # In process the iterator is handed over as it is; to an engine process it is pickled,
         # and a generator cannot be.
-        weights = _weights(model) if self.config.vllm_in_process else list(_weights(model))
+        weights = _weights(model, self.dtype)
+        if not self.config.vllm_in_process:
+            weights = list(weights)
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 
@@ -226,3 +238,14 @@ def _completion(out) -> Completion:
     logprobs = tuple(entry[token].logprob for token, entry in zip(token_ids, out.logprobs))
     finish = "length" if out.finish_reason == "length" else "stop"
     return Completion(out.text, token_ids, logprobs, finish)
+
+
+def _launched(on_gpu: bool) -> dict:
+    """With several GPU processes (torchrun, accelerate), each rank's engine serves on its own
+    GPU (LOCAL_RANK) within the launcher's process group: vLLM's `external_launcher`, as
+    TRL's colocated mode starts it; without it every rank's engine would take GPU 0. (Not run
+    here: no machine with several GPUs. On CPU each rank's engine starts on its own, as two
+    processes under torchrun do.)"""
+    if on_gpu and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return {"distributed_executor_backend": "external_launcher"}
+    return {}

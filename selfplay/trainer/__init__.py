@@ -35,6 +35,9 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    over `trainer.warmup_steps`, gradient-norm clip `trainer.max_grad_norm`), repeated for
    `trainer.ppo_epochs`; micro-batches of `trainer.micro_batch` accumulate gradients exactly.
    Rollouts with A = 0 add nothing and are not run (unless the KL term is on).
+   With N processes every rank computes the same advantages over the whole step and runs its
+   share of each mini-batch; losses keep the whole mini-batch's denominator and are scaled by N,
+   so that DDP's averaged gradient is the one-process gradient (`selfplay.distributed`).
 8. Sync. The generation engine (transformers or vLLM) gets the new weights.
 
 How it departs from the papers:

@@ -47,8 +47,16 @@ class Checkpoints:
             shutil.rmtree(partial, ignore_errors=True)
         accelerator.wait_for_everyone()
         accelerator.save_state(str(partial / "state"))
+        # every rank's part (its RNG states, its shards) is written before the rename makes
+        # the checkpoint complete: a rank killed while saving leaves only a partial one
+        accelerator.wait_for_everyone()
+        full = None
+        if not (partial / "state" / "model.safetensors").exists():
+            # sharded (FSDP) states: gathering the whole weights is collective, every rank
+            # takes part; rank 0 writes them
+            full = accelerator.get_state_dict(model)
         if accelerator.is_main_process:
-            self._write_model_folder(accelerator, model, tokenizer, partial)
+            self._write_model_folder(accelerator, model, tokenizer, partial, full)
             (partial / "checkpoint.json").write_text(json.dumps({"step": step, **(extra or {})}))
             _fsync_tree(partial)
             shutil.rmtree(final, ignore_errors=True)
@@ -58,7 +66,7 @@ class Checkpoints:
         return final
 
     @staticmethod
-    def _write_model_folder(accelerator, model, tokenizer, folder: Path) -> None:
+    def _write_model_folder(accelerator, model, tokenizer, folder: Path, full=None) -> None:
         target = folder / "model"
         target.mkdir(parents=True, exist_ok=True)
         unwrapped = accelerator.unwrap_model(model)
@@ -71,7 +79,7 @@ class Checkpoints:
         if weights.exists():
             os.link(weights, target / "model.safetensors")
         else:  # sharded or FSDP states: write the weights once more in the standard format
-            unwrapped.save_pretrained(target, state_dict=accelerator.get_state_dict(model))
+            unwrapped.save_pretrained(target, state_dict=full)
 
     def load(self, accelerator, path: Path) -> dict:
         """Restore the state saved in `path` into the prepared objects; returns its metadata."""

@@ -23,6 +23,10 @@ fair share of both roles and of short and long answers; within a mini-batch, rol
 sorted by length before they are cut into micro-batches, so that little padding is wasted.
 The learning-rate schedule advances once per optimizer step (`trainer.warmup_steps` counts
 optimizer steps), and the rate reported is the one the last optimizer step used.
+
+With several processes (`share=`), every rank cuts the same mini-batches and runs its share of
+each in the same number of micro-batches (`micro_batch_share`); the statistics reported are the
+whole update's, gathered from every rank.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from selfplay.distributed import Ranks, share_bounds
 from selfplay.trainer.loss import policy_loss
 from selfplay.types import Rollout
 
@@ -114,6 +119,18 @@ def _mini_batches(lengths: Sequence[int], parts: int, rng: random.Random) -> lis
     return [sorted(mini, key=lengths.__getitem__) for mini in _chunks(order, parts)]
 
 
+def micro_batch_share(active: Sequence[int], micro_batch: int, share: Ranks) -> list[list[int]]:
+    """This rank's micro-batches of a mini-batch's `active` rollouts (sorted by length).
+
+    Rank r takes every world_size-th rollout from r, so that the ranks' shares are equally
+    long, and every rank runs the same number of micro-batches: as many as the largest share
+    needs. A rank whose share runs out has empty micro-batches; the update runs each as one
+    zero-weight rollout, so that DDP's gradient all-reduce meets every rank at every one."""
+    mine = list(active[share.rank :: share.world_size])
+    count = max(1, math.ceil(math.ceil(len(active) / share.world_size) / micro_batch))
+    return [mine[start:stop] for start, stop in share_bounds(len(mine), count)]
+
+
 def policy_update(
     accelerator,
     model,
@@ -126,21 +143,32 @@ def policy_update(
     reference=None,
     temperature: float = 1.0,
     seed: int = 0,
+    share: Ranks | None = None,
 ) -> dict[str, float]:
     """Train on `rollouts`; returns statistics averaged over the optimizer steps taken.
     From `config` it takes the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
     gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`). `reference` is
     the frozen model of the KL term (needed when `config.kl_coef > 0`). `temperature` is the
-    one the rollouts were sampled at; `seed` draws the mini-batches."""
+    one the rollouts were sampled at; `seed` draws the mini-batches.
+
+    With several processes every rank passes the whole step's rollouts and advantages and its
+    `share` (`selfplay.distributed.Ranks`): mini-batches are cut the same way on every rank
+    (same seed), each rank runs its share of each (`micro_batch_share`), and its loss is
+    divided by the whole mini-batch's denominator and multiplied by the world size, so that
+    the gradient DDP averages over ranks is exactly the one process's gradient."""
     if config.kl_coef > 0 and reference is None:
         raise ValueError("kl_coef > 0 needs a reference model")
+    share = share or Ranks()
     length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
     rng = random.Random(seed)
     lr = float(scheduler.get_last_lr()[0])
     # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
     skippable = config.kl_coef == 0
-    sums: dict[str, float] = {}
-    micro_count = steps = 0
+    # parts of the mini-batch's loss (summed over ranks) and per-micro-batch means
+    parts = {"loss": 0.0, "kl_ref": 0.0}
+    means: dict[str, float] = {}
+    micro_count = real_count = steps = 0
+    grad_norms = 0.0
     model.train()
     skipped = 0
     for _ in range(config.ppo_epochs):
@@ -150,11 +178,13 @@ def policy_update(
             skipped += len(mini) - len(active)
             if not active:
                 continue
-            micro = _chunks(active, max(1, math.ceil(len(active) / config.micro_batch)))
+            micro = micro_batch_share(active, config.micro_batch, share)
             for k, indices in enumerate(micro):
-                batch = collate(
-                    [rollouts[i] for i in indices], [advantages[i] for i in indices], pad_id
-                )
+                padding = not indices
+                rows = indices or [active[0]]
+                batch = collate([rollouts[i] for i in rows], [advantages[i] for i in rows], pad_id)
+                if padding:
+                    batch.mask.zero_()
                 batch = MicroBatch(*(t.to(accelerator.device) for t in vars(batch).values()))
                 last = k == len(micro) - 1
                 ref_logp = None
@@ -172,25 +202,29 @@ def policy_update(
                         ref_logp=ref_logp,
                         denominator=denominator,
                     )
-                    accelerator.backward(loss)
-                tokens = batch.mask.sum().clamp(min=1)
-                stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
+                    accelerator.backward(loss * share.world_size)
+                micro_count += 1
                 # the loss and KL of a micro-batch are parts of the mini-batch's (same
                 # denominator): scaled so that their average over micro-batches is the whole
-                stats["loss"] = float(loss.detach()) * len(micro)
-                if "kl_ref" in stats:
-                    stats["kl_ref"] *= len(micro)
+                parts["loss"] += float(loss.detach()) * len(micro)
+                parts["kl_ref"] += stats.pop("kl_ref", 0.0) * len(micro)
+                if padding:
+                    continue
+                tokens = batch.mask.sum().clamp(min=1)
+                stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
                 for name, value in stats.items():
-                    sums[name] = sums.get(name, 0.0) + value
-                micro_count += 1
+                    means[name] = means.get(name, 0.0) + value
+                real_count += 1
             grad_norm = accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
             lr = float(scheduler.get_last_lr()[0])  # the rate this optimizer step uses
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(grad_norm) * len(micro)
+            grad_norms += float(grad_norm) * len(micro)
             steps += 1
-    out = {name: value / max(1, micro_count) for name, value in sums.items()}
+    out = _combine(share, parts, means, micro_count, real_count, config.kl_coef > 0)
+    if steps:
+        out["grad_norm"] = grad_norms / micro_count
     out["optimizer_steps"] = float(steps)
     out["zero_advantage_skipped"] = float(skipped)
     out["tokens"] = float(sum(len(r.completion_ids) for r in rollouts))
@@ -199,6 +233,24 @@ def policy_update(
         sum(len(r.completion_ids) for r, a in zip(rollouts, advantages) if a != 0 or not skippable)
     )
     out["lr"] = lr
+    return out
+
+
+def _combine(
+    share: Ranks, parts: dict, means: dict, micro_count: int, real_count: int, kl: bool
+) -> dict[str, float]:
+    """The statistics of the whole update from every rank's: the loss (and KL) parts summed
+    over ranks, per-micro-batch statistics averaged over every rank's real micro-batches.
+    Every rank runs `micro_count` micro-batches."""
+    gathered = share.gather((parts, means, real_count))
+    if not micro_count:
+        return {}
+    out = {}
+    for name in ("loss", "kl_ref") if kl else ("loss",):
+        out[name] = sum(p[name] for p, _, _ in gathered) / micro_count
+    real = sum(count for _, _, count in gathered)
+    for name in means:
+        out[name] = sum(m.get(name, 0.0) for _, m, _ in gathered) / max(1, real)
     return out
 
 
