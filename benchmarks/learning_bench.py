@@ -91,7 +91,7 @@ def greedy_score(run, tasks) -> Scored:
         run.judge,
         engine=run.engine,
         params=params,
-        read=lambda t, c: _read(parse_answer(c.text, t.type, c.finish_reason == "length")),
+        read=lambda t, c: _read(parse_answer(c.text, t.type, c.cut)),
         task=lambda t: t,
         name="heldout",
         row=lambda s: {"correct": s.verdict.ok, "read": s.answer is not None},

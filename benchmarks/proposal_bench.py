@@ -65,10 +65,10 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
             program=program,
             min_inputs=roles.induction_visible + 1,
             max_inputs=roles.induction_inputs,
-            truncated=c.finish_reason == "length",
+            truncated=c.cut,
         )
         counts[kind]["proposals"] += 1
-        counts[kind]["truncated"] += c.finish_reason == "length"
+        counts[kind]["truncated"] += c.cut
         counts[kind]["tokens"] += len(c.token_ids)
         if isinstance(result, ParseFailure):
             counts[kind][f"failed:{result.reason}"] += 1

@@ -121,7 +121,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
                 program=program,
                 min_inputs=cfg.roles.induction_visible + 1,
                 max_inputs=cfg.roles.induction_inputs,
-                truncated=c.finish_reason == "length",
+                truncated=c.cut,
             )
             proposed.append(
                 Proposed(
@@ -243,7 +243,7 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
             tasks, distributed.generate(run.ranks, run.engine, prompts, params), strict=True
         ):
             for c in generation.completions:
-                parsed = parse_answer(c.text, task.type, truncated=c.finish_reason == "length")
+                parsed = parse_answer(c.text, task.type, truncated=c.cut)
                 attempted.append(
                     Attempted(
                         task_id,

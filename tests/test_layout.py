@@ -150,8 +150,8 @@ def test_the_think_section_is_limited_to_about_half_the_token_budget():
 
 @pytest.mark.slow
 def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
-    """The embedded model on vLLM, constrained: every completion that ends (is not cut by the
-    token limit) parses, except induction calls that repeat an input (the layout fixes the
+    """The embedded model on vLLM, constrained: every completion that ends on its own (is not
+    cut by the token limit, nor stopped by vLLM when its grammar rejects a token) parses, except induction calls that repeat an input (the layout fixes the
     shape of the calls, not that they differ), and deduction and abduction each get at least
     one proposal."""
     from dataclasses import replace
@@ -179,7 +179,7 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
         for c in generation.completions:
             result = parse_proposal(c.text, kind, program=PROGRAM, min_inputs=4, max_inputs=6)
             repeats = kind == "induction" and getattr(result, "reason", "") == "too_few_inputs"
-            ended = c.finish_reason != "length"
+            ended = not c.cut
             assert not ended or isinstance(result, Proposal) or repeats, (c.text, result)
             results.append(result)
         if kind != "induction":

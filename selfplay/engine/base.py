@@ -96,7 +96,15 @@ class Completion:
     text: str
     token_ids: tuple[int, ...]
     logprobs: tuple[float, ...]  # one per token id
-    finish_reason: Literal["stop", "length"]
+    # stop: ended on its own (end of sequence or a stop string); length: cut by the token
+    # limit; error: stopped by the engine (vLLM ends a request whose sampled token its
+    # structured-output grammar rejects)
+    finish_reason: Literal["stop", "length", "error"]
+
+    @property
+    def cut(self) -> bool:
+        """Did not end on its own: whatever answer it holds may be unfinished."""
+        return self.finish_reason != "stop"
 
     def __post_init__(self) -> None:
         if len(self.token_ids) != len(self.logprobs):

@@ -130,6 +130,13 @@ class VLLMEngine:
         if params.regex is not None:
             per_request = _constrained(per_request, params.regex, len(ids), copies)
         outputs = self.llm.generate(requests, per_request, use_tqdm=False)
+        errors = sum(c.finish_reason not in ("stop", "length") for o in outputs for c in o.outputs)
+        if errors:
+            logging.getLogger(__name__).warning(
+                "vLLM stopped %d of %d completions with an error; they count as cut off",
+                errors,
+                sum(len(o.outputs) for o in outputs),
+            )
         return [
             Generation(
                 tuple(x),
@@ -236,7 +243,7 @@ def _set_threads(count: int) -> None:
 def _completion(out) -> Completion:
     token_ids = tuple(out.token_ids)
     logprobs = tuple(entry[token].logprob for token, entry in zip(token_ids, out.logprobs))
-    finish = "length" if out.finish_reason == "length" else "stop"
+    finish = out.finish_reason if out.finish_reason in ("stop", "length") else "error"
     return Completion(out.text, token_ids, logprobs, finish)
 
 

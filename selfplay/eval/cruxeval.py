@@ -102,7 +102,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
     def read(problem: Problem, completion) -> str | ParseFailure:
         if prompt_format != "selfplay":
             return cruxeval_formats.published_answer(completion.text, kind, prompt_format)
-        answer = parse_answer(completion.text, kind, completion.finish_reason == "length")
+        answer = parse_answer(completion.text, kind, completion.cut)
         return answer.text if isinstance(answer, Answer) else answer
 
     def row(sample: Sample) -> dict:

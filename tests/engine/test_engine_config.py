@@ -85,3 +85,22 @@ def test_max_model_len_is_cut_to_the_model_context_window_with_a_notice(
     cfg = config.load(None, ["engine.backend=transformers", f"engine.max_model_len={window + 1}"])
     made = make_engine(cfg, tiny_model, smol_tokenizer, "unused")
     assert made.config.max_model_len == window and "context window" in capsys.readouterr().err
+
+
+def test_a_completion_the_engine_stopped_counts_as_cut_off():
+    from types import SimpleNamespace
+
+    from selfplay.engine.vllm_backend import _completion
+
+    def output(reason):
+        logprobs = [{7: SimpleNamespace(logprob=-0.5)}]
+        return SimpleNamespace(text="x", token_ids=[7], logprobs=logprobs, finish_reason=reason)
+
+    finished = {r: _completion(output(r)) for r in ("stop", "length", "error", "abort")}
+    assert {r: c.finish_reason for r, c in finished.items()} == {
+        "stop": "stop",
+        "length": "length",
+        "error": "error",
+        "abort": "error",
+    }
+    assert [c.cut for c in finished.values()] == [False, True, True, True]
