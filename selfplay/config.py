@@ -39,6 +39,7 @@ __all__ = [
     "ModelConfig",
     "EngineConfig",
     "GenerationConfig",
+    "LoraConfig",
     "RolesConfig",
     "MathCheckConfig",
     "SeedConfig",
@@ -363,6 +364,38 @@ class SelfPlayConfig(Checked):
 AdvantageEstimator = Literal["trr++", "grpo", "reinforce++"]
 
 
+#: the attention and MLP projections of Llama and Qwen2 models
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class LoraConfig(Checked):
+    """Low-rank adapters (peft LoRA): only the adapters train; the engine gets merged weights."""
+
+    rank: int = knob(0, "rank of the adapters (0 = off: every parameter trains)")
+    alpha: float = knob(32.0, "scale numerator: an adapter adds (alpha / rank) x B @ A")
+    dropout: float = knob(0.0, "dropout on the adapters' input while training")
+    target_modules: tuple[str, ...] = knob(
+        LORA_TARGETS, "names of the linear layers that get adapters (module name endings)"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.rank > 0
+
+    def check(self) -> None:
+        if self.rank < 0:
+            raise ConfigError("trainer.lora.rank must be 0 (off) or positive")
+        if self.alpha <= 0:
+            raise ConfigError("trainer.lora.alpha must be positive")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError("trainer.lora.dropout must be in [0, 1)")
+        if not self.target_modules or not all(self.target_modules):
+            raise ConfigError(
+                "trainer.lora.target_modules: name at least one module, no empty names"
+            )
+
+
 @dataclass(frozen=True)
 class TrainerConfig(Checked):
     """The policy update (see selfplay/trainer/__init__.py for the exact algorithm)."""
@@ -388,6 +421,7 @@ class TrainerConfig(Checked):
         "auto", "mixed precision of the update; auto: bf16 where the hardware has it, else no"
     )
     gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
+    lora: LoraConfig = section(LoraConfig, "LoRA adapters instead of full fine-tuning")
 
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")

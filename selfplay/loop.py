@@ -81,7 +81,7 @@ class Run:
     version: str = "step0"  # the weights that generate the current step's samples
     on_stage: Callable[[str], None] | None = None  # told each stage's name as it starts
     evaluator: InLoopEval | None = None  # made at the first evaluation
-    reference: PreTrainedModel | None = None  # frozen initial policy of the KL term
+    reference: Callable | None = None  # frozen initial policy of the KL term (a model)
     math_checker: MathChecker | None = None  # judges math answers (workers start on first use)
     imports: list[ImportReport] | None = None  # reports of the labeled sets imported at the start
     selection_log: SelectionLog | None = None  # when curriculum.selection is trapo
@@ -180,8 +180,11 @@ def open_run(config: Config) -> tuple[Run, int]:
     )
     if t.gradient_checkpointing:
         model.gradient_checkpointing_enable()
+    if t.lora.enabled:
+        model = _with_adapters(model, t)
     reference = _reference(model) if t.kl_coef > 0 else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=t.lr, weight_decay=t.weight_decay)
     warmup = max(1, t.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
@@ -242,9 +245,25 @@ def _prepare_pool(run: Run, labeled) -> None:
     _seed_pool(run)
 
 
+def _with_adapters(model, trainer):
+    """The model wrapped with LoRA adapters (`trainer.lora`); only they train."""
+    from selfplay.trainer.lora import wrap
+
+    model = wrap(model, trainer.lora)
+    if trainer.gradient_checkpointing:
+        # the frozen embeddings give no gradient to the checkpointed layers' inputs
+        model.enable_input_require_grads()
+    return model
+
+
 def _reference(model):
-    """A frozen copy of the initial weights, for the KL penalty. A resumed run gets the
-    weights the run started from again (the model folder it names), not the checkpoint."""
+    """The initial policy, frozen, for the KL penalty: a LoRA model's base with its adapters
+    disabled, else a copy of the initial weights. A resumed run gets the weights the run
+    started from again (the model folder it names), not the checkpoint."""
+    from selfplay.trainer.lora import AdapterlessReference, is_lora
+
+    if is_lora(model):
+        return AdapterlessReference(model)
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference

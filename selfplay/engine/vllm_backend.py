@@ -2,7 +2,8 @@
 
 vLLM keeps its own copy of the weights in its own layout (fused QKV and gate/up projections;
 on CPU, repacked for its kernels). After each optimizer step the trainer calls
-`load_weights(model)`: the training model's tensors are streamed, by reference, into the
+`load_weights(model)`: the training model's tensors (a LoRA model's merged, see
+`trainer.lora`) are streamed, by reference, into the
 workers' `reload_weights`, which maps checkpoint names onto vLLM's parameters and redoes the
 post-loading processing. No restart, no file. With `engine.vllm_in_process` (the default) the
 engine core runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`), so the tensors are
@@ -32,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from selfplay.config import EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams, derive_seed
 from selfplay.engine.template import prompt_ids
+from selfplay.trainer.lora import engine_weights
 
 __all__ = ["VLLMEngine", "vllm_available"]
 
@@ -60,7 +62,7 @@ def _weights(model, dtype) -> Iterator[tuple[str, object]]:
     without copies where the dtypes agree, one tensor at a time where they do not. A tensor
     sharded across ranks (FSDP2's DTensor) is gathered whole, one at a time; that is
     collective, and every rank pushes into its own engine, in the same order."""
-    for name, tensor in model.state_dict(keep_vars=False).items():
+    for name, tensor in engine_weights(model):  # a LoRA model's come merged
         if hasattr(tensor, "full_tensor"):
             tensor = tensor.full_tensor()
         tensor = tensor.detach()

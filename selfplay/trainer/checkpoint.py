@@ -2,7 +2,8 @@
 
 `checkpoints/step-000010/` holds `state/` (accelerate's `save_state`: model, optimizer,
 scheduler and every RNG state), `model/` (the weights with config and tokenizer, loadable by
-`from_pretrained` and by vLLM; the weight file is a hard link to the one in `state/`) and
+`from_pretrained` and by vLLM; the weight file is a hard link to the one in `state/`, or for
+a LoRA run the weights with the adapters merged in) and
 `checkpoint.json` (the step and whatever the loop adds). It is written under a `.partial`
 name and renamed when complete, so a run killed at any moment, SIGKILL included, leaves either
 the whole checkpoint or none of it; `latest()` ignores partial ones.
@@ -15,6 +16,8 @@ import os
 import re
 import shutil
 from pathlib import Path
+
+from selfplay.trainer.lora import is_lora, merged_weights
 
 __all__ = ["Checkpoints"]
 
@@ -70,13 +73,17 @@ class Checkpoints:
         target = folder / "model"
         target.mkdir(parents=True, exist_ok=True)
         unwrapped = accelerator.unwrap_model(model)
-        unwrapped.config.save_pretrained(target)
-        if getattr(unwrapped, "generation_config", None) is not None:
-            unwrapped.generation_config.save_pretrained(target)
+        lora = is_lora(unwrapped)
+        base = unwrapped.get_base_model() if lora else unwrapped
+        base.config.save_pretrained(target)
+        if getattr(base, "generation_config", None) is not None:
+            base.generation_config.save_pretrained(target)
         if tokenizer is not None:
             tokenizer.save_pretrained(target)
         weights = folder / "state" / "model.safetensors"
-        if weights.exists():
+        if lora:  # the merged model, loadable without peft
+            _save_merged(unwrapped, target / "model.safetensors")
+        elif weights.exists():
             os.link(weights, target / "model.safetensors")
         else:  # sharded or FSDP states: write the weights once more in the standard format
             unwrapped.save_pretrained(target, state_dict=full)
@@ -89,6 +96,20 @@ class Checkpoints:
     def _prune(self) -> None:
         for old in self.completed()[: -self.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _save_merged(model, path: Path) -> None:
+    """A LoRA model's merged weights as one safetensors file under the base model's names; a
+    tensor shared by two names (tied embeddings) is written once, under its first name, as
+    `save_pretrained` does."""
+    from safetensors.torch import save_file
+
+    tensors, seen = {}, set()
+    for name, tensor in merged_weights(model):
+        if tensor.data_ptr() not in seen:
+            seen.add(tensor.data_ptr())
+            tensors[name] = tensor.contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt"})
 
 
 def _fsync_tree(folder: Path) -> None:
