@@ -67,6 +67,35 @@ def test_weights_pushed_from_the_training_model(vllm_engine, reference, tiny_mod
     ]
 
 
+def test_a_lora_model_pushes_its_merged_weights(vllm_engine, tiny_model, smol_tokenizer):
+    """A LoRA training model whose adapters have moved (as after updates) pushes merged weights
+    under the base names: vLLM then scores and generates as the adapted model does."""
+    from selfplay.config import LoraConfig
+    from selfplay.trainer.lora import wrap
+
+    model = wrap(tiny_model, LoraConfig(rank=4, alpha=8.0))
+    torch.manual_seed(5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn_like(p) * 0.3)
+    adapted = TransformersEngine(model, smol_tokenizer)  # generates with the adapters on
+    [g] = adapted.generate(PROMPTS[1:], SamplingParams(temperature=0, max_tokens=8))
+    sequence = list(g.prompt_token_ids) + list(g.completions[0].token_ids)
+    expected = torch.tensor(adapted.score([sequence])[0])
+    with model.disable_adapter():
+        base = torch.tensor(adapted.score([sequence])[0])
+    assert (expected - base).abs().max() > 0.5  # the adapters matter
+    vllm_engine.load_weights(model)
+    got = torch.tensor(vllm_engine.score([sequence])[0])
+    assert torch.allclose(got, expected, atol=1e-3), (got - expected).abs().max()
+    greedy = SamplingParams(temperature=0, max_tokens=8)
+    tokens = [[c.token_ids for c in g.completions] for g in vllm_engine.generate(PROMPTS, greedy)]
+    assert tokens == [
+        [c.token_ids for c in g.completions] for g in adapted.generate(PROMPTS, greedy)
+    ]
+
+
 def test_sampling_seeds_stops_and_lengths(vllm_engine):
     params = SamplingParams(n=3, temperature=1.0, max_tokens=10, seed=11)
     first, second = vllm_engine.generate(PROMPTS, params), vllm_engine.generate(PROMPTS, params)
