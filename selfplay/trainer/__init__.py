@@ -37,8 +37,10 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    Rollouts with A = 0 add nothing and are not run (unless the KL term is on).
    With N processes every rank computes the same advantages over the whole step and runs its
    share of each mini-batch; losses keep the whole mini-batch's denominator and are scaled by N,
-   so that DDP's averaged gradient is the one-process gradient (`selfplay.distributed`).
-8. Sync. The generation engine (transformers or vLLM) gets the new weights.
+   so that DDP's averaged gradient is the one-process gradient (`selfplay.distributed`). With
+   `trainer.lora.rank` > 0 only LoRA adapters (`lora`) train; the initial policy of the KL
+   term is then the base model with the adapters disabled.
+8. Sync. The generation engine (transformers or vLLM) gets the new weights (merged, for LoRA).
 
 How it departs from the papers:
   * AZR (Absolute Zero Reasoner) proposes with a *fixed* reference buffer sampled uniformly
