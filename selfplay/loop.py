@@ -251,7 +251,8 @@ def _with_adapters(model, trainer):
 
     model = wrap(model, trainer.lora)
     if trainer.gradient_checkpointing:
-        # the frozen embeddings give no gradient to the checkpointed layers' inputs
+        # reentrant checkpointing (transformers 4's default) needs a layer input that requires
+        # a gradient, which frozen embeddings no longer give
         model.enable_input_require_grads()
     return model
 

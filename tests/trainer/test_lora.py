@@ -10,7 +10,7 @@ from accelerate import Accelerator
 
 from selfplay.config import ConfigError, LoraConfig, TrainerConfig, load
 from selfplay.trainer.lora import AdapterlessReference, is_lora, merged_weights, wrap
-from selfplay.trainer.update import collate, policy_update
+from selfplay.trainer.update import collate, policy_update, token_logprobs
 from tests.trainer.test_trainer_update import rollouts, tiny_model
 
 LORA = LoraConfig(rank=4, alpha=8.0)
@@ -84,6 +84,24 @@ def test_only_the_adapters_train():
     after = model.state_dict()
     assert all(torch.equal(after[k], v) for k, v in base.items())
     assert any(not torch.equal(after[k], v) for k, v in lora.items())
+
+
+def test_adapters_train_under_gradient_checkpointing():
+    """Frozen embeddings give the checkpointed layers no input that requires a gradient,
+    which reentrant checkpointing (transformers 4's default) needs; the adapters still get
+    gradients."""
+    from selfplay.loop import _with_adapters
+
+    model = tiny_model()
+    model.gradient_checkpointing_enable()
+    model = _with_adapters(model, TrainerConfig(gradient_checkpointing=True, lora=LORA))
+    data = rollouts(tiny_model())
+    model.train()
+    batch = collate(data, [1.0, -1.0] * 3, pad_id=0)
+    logp, _ = token_logprobs(model, batch)
+    (logp * batch.mask * batch.advantages[:, None]).sum().backward()
+    grads = [p.grad for n, p in model.named_parameters() if "lora_B" in n]
+    assert grads and all(g is not None and g.abs().sum() > 0 for g in grads)
 
 
 def test_the_kl_reference_is_the_base_model():
