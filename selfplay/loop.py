@@ -161,7 +161,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     t = config.trainer
     accelerator = Accelerator(
         # without cpu=True, accelerate sees no distribution in CPU processes under torchrun
-        cpu=not torch.cuda.is_available(),
+        cpu=not (torch.cuda.is_available() or torch.backends.mps.is_available()),
         mixed_precision=_mixed_precision(t.mixed_precision),
         # the schedule counts optimizer steps; by default accelerate steps it once per process
         step_scheduler_with_optimizer=False,
@@ -276,10 +276,17 @@ def _check_sharding(accelerator, config: Config) -> None:
     different prompts. Each rank's vLLM engine holds the whole model instead."""
     from accelerate.utils import DistributedType
 
-    if accelerator.distributed_type == DistributedType.FSDP and config.engine.backend != "vllm":
+    if accelerator.distributed_type != DistributedType.FSDP:
+        return
+    if config.engine.backend != "vllm":
         raise ValueError(
             "FSDP (from the accelerate config) needs engine.backend=vllm: the transformers "
             "backend generates with the sharded training model; use DDP, or vLLM"
+        )
+    if config.trainer.lora.rank > 0:
+        raise ValueError(
+            "LoRA (trainer.lora.rank > 0) with FSDP is not supported: merging the adapters "
+            "into the weights pushed to vLLM needs whole tensors; use DDP"
         )
 
 

@@ -143,6 +143,7 @@ def test_the_think_section_is_limited_to_about_half_the_token_budget():
     (regex,) = proposal_regexes(config, ["induction"])
     limit = think_limit(64)
     assert limit == 32 * 4 and regex == proposal_regex("induction", config.roles, limit)
+    assert think_limit(4096) == 2048  # capped: the expression stays small
     answer = "<answer>\n```python\nf(1)\nf(2)\nf(3)\nf(4)\n```\n</answer>"
     assert re.fullmatch(regex, f"<think>\n{'x' * limit}</think>\n{answer}")
     assert not re.fullmatch(regex, f"<think>\n{'x' * (limit + 1)}</think>\n{answer}")

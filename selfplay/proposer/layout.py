@@ -78,6 +78,10 @@ def proposal_regexes(config, task_types: Sequence[TaskType]) -> tuple[str, ...] 
     return tuple(proposal_regex(t, config.roles, think) for t in task_types)
 
 
+THINK_CHARS_MOST = 2048  # structured-output backends build a state per repetition of `{0,N}`
+
+
 def think_limit(max_new_tokens: int) -> int:
-    """The think section's length limit for a completion of `max_new_tokens`: about half."""
-    return max_new_tokens // 2 * CHARS_PER_TOKEN
+    """The think section's length limit for a completion of `max_new_tokens`: about half, at
+    most `THINK_CHARS_MOST` characters."""
+    return min(max_new_tokens // 2 * CHARS_PER_TOKEN, THINK_CHARS_MOST)

@@ -83,9 +83,11 @@ class Checkpoints:
         weights = folder / "state" / "model.safetensors"
         if lora:  # the merged model, loadable without peft
             _save_merged(unwrapped, target / "model.safetensors")
-        elif weights.exists():
+        elif weights.exists() and model is unwrapped:  # one process: the same file
             os.link(weights, target / "model.safetensors")
-        else:  # sharded or FSDP states: write the weights once more in the standard format
+        else:
+            # DDP's state names every weight `module.<name>`, FSDP's is sharded: write the
+            # weights once more, under the model's own names, in the standard format
             unwrapped.save_pretrained(target, state_dict=full)
 
     def load(self, accelerator, path: Path) -> dict:

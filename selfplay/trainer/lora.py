@@ -73,10 +73,11 @@ def merged_weights(model) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def _merged(layer) -> torch.Tensor:
+    """The base weight plus peft's own delta of the adapter (scaling x B A, transposed for
+    fan-in-fan-out layers)."""
     (adapter,) = layer.active_adapters
     weight = layer.base_layer.weight
-    delta = layer.lora_B[adapter].weight @ layer.lora_A[adapter].weight
-    return weight + layer.scaling[adapter] * delta.to(weight.dtype)
+    return weight + layer.get_delta_weight(adapter).to(weight.dtype)
 
 
 def engine_weights(model) -> Iterator[tuple[str, torch.Tensor]]:

@@ -138,6 +138,21 @@ def test_a_killed_rank_resumes_with_nothing_lost_or_counted_twice(tmp_path, form
     assert len(rows) == len(set(rows))  # nothing counted twice
     assert {step for _, step, _ in rows} == {1, 2, 3}  # nothing lost
     store.close()
+    # the checkpoint's model folder holds the weights under the model's own names (DDP's saved
+    # state names them `module.<name>`), equal to the state's
+    from safetensors import safe_open
+
+    last = sorted((folder / "checkpoints").glob("step-*"))[-1]
+    state, model = {}, {}
+    with safe_open(last / "state" / "model.safetensors", "pt") as f:
+        for name in f.keys():  # noqa: SIM118 (a safetensors file is not iterable)
+            state[name.removeprefix("module.")] = f.get_tensor(name)
+    with safe_open(last / "model" / "model.safetensors", "pt") as f:
+        for name in f.keys():  # noqa: SIM118
+            model[name] = f.get_tensor(name)
+    with safe_open(formatted_model_dir / "model.safetensors", "pt") as f:
+        assert set(model) == set(f.keys())
+    assert all(torch.equal(tensor, state[name]) for name, tensor in model.items())
 
 
 def _rank_pid(launcher: int, rank: int) -> int:

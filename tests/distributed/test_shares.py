@@ -170,3 +170,22 @@ def test_processes_on_one_machine_share_its_cores(monkeypatch):
         torch.set_num_threads(before)
     with pytest.raises(ConfigError, match="run.threads"):
         load(None, ["run.threads=-1"])
+
+
+def test_fsdp_is_refused_where_it_cannot_work():
+    from types import SimpleNamespace
+
+    from accelerate.utils import DistributedType
+
+    from selfplay.config import load
+    from selfplay.loop import _check_sharding
+
+    fsdp = SimpleNamespace(distributed_type=DistributedType.FSDP)
+    ddp = SimpleNamespace(distributed_type=DistributedType.MULTI_CPU)
+    vllm = load(None, ["engine.backend=vllm"])
+    _check_sharding(fsdp, vllm)
+    _check_sharding(ddp, load(None, ["engine.backend=transformers", "trainer.lora.rank=8"]))
+    with pytest.raises(ValueError, match="needs engine.backend=vllm"):
+        _check_sharding(fsdp, load(None, ["engine.backend=transformers"]))
+    with pytest.raises(ValueError, match="LoRA"):
+        _check_sharding(fsdp, load(None, ["engine.backend=vllm", "trainer.lora.rank=8"]))
