@@ -227,13 +227,19 @@ def policy_update(
         out["grad_norm"] = grad_norms / micro_count
     out["optimizer_steps"] = float(steps)
     out["zero_advantage_skipped"] = float(skipped)
-    out["tokens"] = float(sum(len(r.completion_ids) for r in rollouts))
-    # the completion tokens that carried a gradient (zero-advantage rollouts are skipped)
-    out["signal_tokens"] = float(
-        sum(len(r.completion_ids) for r, a in zip(rollouts, advantages) if a != 0 or not skippable)
-    )
+    out.update(_token_counts(rollouts, advantages, skippable))
     out["lr"] = lr
     return out
+
+
+def _token_counts(rollouts, advantages, skippable: bool) -> dict[str, float]:
+    """Completion tokens of the batch, and those that carried a gradient (`signal_tokens`:
+    zero-advantage rollouts are skipped where they add nothing)."""
+    signal = (r for r, a in zip(rollouts, advantages) if a != 0 or not skippable)
+    return {
+        "tokens": float(sum(len(r.completion_ids) for r in rollouts)),
+        "signal_tokens": float(sum(len(r.completion_ids) for r in signal)),
+    }
 
 
 def _combine(
