@@ -307,6 +307,11 @@ class RolesConfig(Checked):
     induction_visible: int = knob(3, "of those, pairs shown to the solver (the rest are hidden)")
     reference_chars: int = knob(1200, "longest program text of one reference, in characters")
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
+    prefill: bool = knob(
+        False,
+        "begin the solver's reply for the model: with <think> when thinking, else with <answer> "
+        "and the answer's code fence (small models then answer in the layout)",
+    )
 
     def check(self) -> None:
         positive(self, "induction_inputs", "induction_visible", "reference_chars")

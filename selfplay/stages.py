@@ -43,7 +43,7 @@ from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.layout import proposal_regexes
-from selfplay.solver import parse_answer, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
@@ -239,11 +239,14 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
             continue
         prompts = [solver_prompt(task, cfg.roles) for _, task in tasks]
         params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=ANSWER_STOP)
-        for (task_id, task), generation in zip(
-            tasks, distributed.generate(run.ranks, run.engine, prompts, params), strict=True
+        for (task_id, task), prompt, generation in zip(
+            tasks,
+            prompts,
+            distributed.generate(run.ranks, run.engine, prompts, params),
+            strict=True,
         ):
             for c in generation.completions:
-                parsed = parse_answer(c.text, task.type, truncated=c.cut)
+                parsed = parse_answer(reply(prompt, c.text), task.type, truncated=c.cut)
                 attempted.append(
                     Attempted(
                         task_id,

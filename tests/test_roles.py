@@ -10,7 +10,7 @@ from selfplay.config import RolesConfig
 from selfplay.executor import Executor
 from selfplay.executor.modules import ALLOWED_MODULES
 from selfplay.proposer import parse_proposal, proposer_prompt, task_from
-from selfplay.solver import parse_answer, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt
 from selfplay.types import ParseFailure, Task, Verdict
 
 SORT = Task("deduction", "def f(xs):\n    return sorted(xs)", ("[9, 5, 7]",), ("[5, 7, 9]",))
@@ -63,6 +63,26 @@ def test_solver_prompts_show_what_the_task_type_allows():
     assert "f('banana') == 3" in induction and COUNT.message in induction
     assert "'kiwi'" not in induction and "'aaa'" not in induction  # hidden pairs stay hidden
     assert COUNT.program not in induction
+
+
+def test_a_prefilled_solver_reply_opens_the_answer_layout():
+    unfilled = solver_prompt(SORT, RolesConfig(think=False))
+    assert [m.role for m in unfilled] == ["system", "user"] and reply(unfilled, "x") == "x"
+    filled = solver_prompt(SORT, RolesConfig(think=False, prefill=True))
+    assert filled[:2] == unfilled and filled[2].role == "assistant"
+    assert filled[2].content == "<answer>\n```output\n"
+    # the completion continues the layout; the parser reads the whole reply
+    whole = reply(filled, "[5, 7, 9]\n```\n</answer>")
+    assert parse_answer(whole, "deduction").text == "[5, 7, 9]"
+    abduction = solver_prompt(
+        dataclasses.replace(SORT, type="abduction"),
+        filled_roles := RolesConfig(think=False, prefill=True),
+    )
+    assert abduction[-1].content == "<answer>\n```input\n"
+    assert parse_answer(reply(abduction, "[9, 5, 7]\n```"), "abduction").text == "[9, 5, 7]"
+    assert solver_prompt(COUNT, filled_roles)[-1].content == "<answer>\n```python\n"
+    thinking = solver_prompt(SORT, RolesConfig(think=True, prefill=True))
+    assert thinking[-1].content == "<think>\n"
 
 
 def test_task_from_needs_every_run_valid():

@@ -44,10 +44,12 @@ class Message:
 Chat = tuple[Message, ...]
 
 
-def chat(user: str, system: str | None = None) -> Chat:
-    """A one-turn chat: an optional system message and a user message."""
+def chat(user: str, system: str | None = None, begun: str = "") -> Chat:
+    """A one-turn chat: an optional system message and a user message, and the start of the
+    reply when `begun` is given (the model continues that text)."""
     head = (Message("system", system),) if system else ()
-    return (*head, Message("user", user))
+    tail = (Message("assistant", begun),) if begun else ()
+    return (*head, Message("user", user), *tail)
 
 
 def derive_seed(*parts: int) -> int:

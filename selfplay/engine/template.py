@@ -3,13 +3,16 @@
 Chat models get their tokenizer's chat template. Base models (no chat template) get a plain
 template: the system text, then each turn under a heading, ending with an open assistant
 heading. Both backends tokenize through this module, so they see the same prompt tokens.
+
+A chat that ends with an assistant message is a reply already begun (a prefill): the prompt
+ends with that text, open, and the model continues it.
 """
 
 from __future__ import annotations
 
 from selfplay.engine.base import Chat
 
-__all__ = ["render", "prompt_ids", "has_chat_template"]
+__all__ = ["render", "prompt_ids", "has_chat_template", "begun"]
 
 _HEADINGS = {"user": "### Request", "assistant": "### Response"}
 
@@ -18,14 +21,21 @@ def has_chat_template(tokenizer) -> bool:
     return bool(getattr(tokenizer, "chat_template", None))
 
 
+def begun(messages: Chat) -> str:
+    """The text of the reply a chat has already begun ("" if it ends with no assistant turn)."""
+    return messages[-1].content if messages and messages[-1].role == "assistant" else ""
+
+
 def _plain(messages: Chat) -> str:
+    opened = begun(messages)
+    turns = messages[:-1] if opened else messages
     parts = []
-    for message in messages:
+    for message in turns:
         if message.role == "system":
             parts.append(message.content.strip())
         else:
             parts.append(f"{_HEADINGS[message.role]}\n{message.content.strip()}")
-    parts.append(_HEADINGS["assistant"] + "\n")
+    parts.append(_HEADINGS["assistant"] + "\n" + opened)
     return "\n\n".join(parts)
 
 
@@ -35,6 +45,8 @@ def render(tokenizer, messages: Chat, template: str = "auto") -> str:
         if not has_chat_template(tokenizer):
             raise ValueError("model.template=chat but the tokenizer has no chat template")
         turns = [{"role": m.role, "content": m.content} for m in messages]
+        if begun(messages):
+            return tokenizer.apply_chat_template(turns, tokenize=False, continue_final_message=True)
         return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
     return _plain(messages)
 

@@ -22,7 +22,7 @@ from selfplay.datasets.files import data_root, records
 from selfplay.eval import cruxeval_formats, harness
 from selfplay.eval.harness import Sample
 from selfplay.judge import Judge
-from selfplay.solver import parse_answer, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt
 from selfplay.types import Answer, ParseFailure, Task
 
 __all__ = ["Problem", "load_problems", "evaluate", "PROMPT_FORMATS"]
@@ -102,7 +102,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
     def read(problem: Problem, completion) -> str | ParseFailure:
         if prompt_format != "selfplay":
             return cruxeval_formats.published_answer(completion.text, kind, prompt_format)
-        answer = parse_answer(completion.text, kind, completion.cut)
+        answer = parse_answer(reply(prompt(problem), completion.text), kind, completion.cut)
         return answer.text if isinstance(answer, Answer) else answer
 
     def row(sample: Sample) -> dict:

@@ -9,10 +9,11 @@ import ast
 
 from selfplay.config import RolesConfig
 from selfplay.engine.base import Chat, chat
+from selfplay.engine.template import begun
 from selfplay.proposer.prompts import LITERALS, SYSTEM, VALUE_TYPES, answer_format, rules
 from selfplay.types import Task
 
-__all__ = ["solver_prompt", "math_prompt", "humaneval_prompt", "mbpp_prompt"]
+__all__ = ["solver_prompt", "reply", "math_prompt", "humaneval_prompt", "mbpp_prompt"]
 
 MATH_SYSTEM = "You are a careful mathematician who solves problems step by step."
 
@@ -22,7 +23,20 @@ def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
     if task.type == "math":
         return math_prompt(task.message, roles)
     build = {"deduction": _deduction, "abduction": _abduction, "induction": _induction}
-    return chat(build[task.type](task, roles.think), SYSTEM)
+    begun = ""
+    if roles.prefill:
+        begun = "<think>\n" if roles.think else f"<answer>\n```{_FENCES[task.type]}\n"
+    return chat(build[task.type](task, roles.think), SYSTEM, begun)
+
+
+# The code fence each answer opens with (see the layouts in `_deduction` and the others).
+_FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
+
+
+def reply(prompt: Chat, text: str) -> str:
+    """The whole reply to `prompt`: the text the prompt began it with, then the completion.
+    Parse this, not the completion alone, when the solver's reply was prefilled."""
+    return begun(prompt) + text
 
 
 def _program(task: Task) -> str:

@@ -36,6 +36,21 @@ def test_batched_greedy_decoding_matches_unbatched_generate(engine, tiny_model):
     assert len({g.completions[0].token_ids for g in generations}) == len(PROMPTS)
 
 
+def test_a_begun_reply_is_continued_not_closed(engine, smol_tokenizer):
+    messages = chat("Say hi.", system="You are terse.", begun="<answer>\n")
+    for template in ("plain", "auto"):
+        text = render(smol_tokenizer, messages, template)
+        assert text.endswith("<answer>\n"), template
+        assert text.count("<answer>") == 1
+    assert render(smol_tokenizer, messages, "plain") == (
+        "You are terse.\n\n### Request\nSay hi.\n\n### Response\n<answer>\n"
+    )
+    opened = render(smol_tokenizer, chat("Say hi.", system="You are terse."))
+    assert render(smol_tokenizer, messages) == opened + "<answer>\n"
+    [g] = engine.generate([messages], SamplingParams(max_tokens=2, seed=0))
+    assert list(g.prompt_token_ids) == prompt_ids(smol_tokenizer, messages)
+
+
 def test_logprobs_are_the_models_own_log_probabilities(engine, tiny_model):
     [generation] = engine.generate(
         PROMPTS[1:2], SamplingParams(temperature=1.0, max_tokens=10, seed=3)
