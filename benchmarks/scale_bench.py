@@ -108,6 +108,7 @@ def launch(args, model: str, world: int, shares: int, folder: Path) -> dict:
         "run.threads=1",
         "run.tensorboard=false",
         "engine.backend=transformers",
+        "generation.constrained_proposals=false",  # vLLM's structured output only
         *args.overrides,
     ]
     command = [

@@ -22,7 +22,8 @@ Target: overhead_share <= 0.05.
     python benchmarks/step_bench.py --compare            # and the baseline, in the same run
 
 `--compare` also runs the same steps with the baseline settings (`--baseline`, by default the
-transformers engine, which generated before vLLM was the default) and adds `baseline` (its
+demo as it ran before: the transformers engine, thinking, no constrained proposals and no
+prefilled answers) and adds `baseline` (its
 summary) and `trained_tokens_ratio` (ours over the baseline's trained_tokens_per_s) to the
 summary. Target: trained_tokens_ratio >= 3.
 """
@@ -147,8 +148,14 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         nargs="*",
-        default=["engine.backend=transformers"],
-        help="overrides that make the baseline (default: the transformers engine)",
+        default=[
+            "engine.backend=transformers",
+            "generation.constrained_proposals=false",
+            "roles.think=true",
+            "roles.prefill=false",
+        ],
+        help="overrides that make the baseline (default: the demo as it was before vLLM, "
+        "constrained proposals and prefilled answers: the transformers engine, thinking)",
     )
     parser.add_argument("overrides", nargs="*", help="config overrides key=value")
     args = parser.parse_args()
