@@ -29,6 +29,7 @@ from selfplay.config_fields import (
     to_dict,
 )
 from selfplay.config_fields import describe as describe_fields
+from selfplay.config_lora import LoraConfig
 from selfplay.executor.hardening import ISOLATION_LAYERS, IsolationLayer
 from selfplay.types import TASK_TYPES, Role, TaskType
 
@@ -367,38 +368,6 @@ class SelfPlayConfig(Checked):
 
 #: the estimators of `selfplay.trainer.advantages.ESTIMATORS` (a test keeps them equal)
 AdvantageEstimator = Literal["trr++", "grpo", "reinforce++"]
-
-
-#: the attention and MLP projections of Llama and Qwen2 models
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-@dataclass(frozen=True)
-class LoraConfig(Checked):
-    """Low-rank adapters (peft LoRA): only the adapters train; the engine gets merged weights."""
-
-    rank: int = knob(0, "rank of the adapters (0 = off: every parameter trains)")
-    alpha: float = knob(32.0, "scale numerator: an adapter adds (alpha / rank) x B @ A")
-    dropout: float = knob(0.0, "dropout on the adapters' input while training")
-    target_modules: tuple[str, ...] = knob(
-        LORA_TARGETS, "names of the linear layers that get adapters (module name endings)"
-    )
-
-    @property
-    def enabled(self) -> bool:
-        return self.rank > 0
-
-    def check(self) -> None:
-        if self.rank < 0:
-            raise ConfigError("trainer.lora.rank must be 0 (off) or positive")
-        if self.alpha <= 0:
-            raise ConfigError("trainer.lora.alpha must be positive")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError("trainer.lora.dropout must be in [0, 1)")
-        if not self.target_modules or not all(self.target_modules):
-            raise ConfigError(
-                "trainer.lora.target_modules: name at least one module, no empty names"
-            )
 
 
 @dataclass(frozen=True)
