@@ -58,13 +58,7 @@ def test_weights_pushed_from_the_training_model(vllm_engine, reference, tiny_mod
     expected = torch.tensor(reference.score([sequence])[0])
     assert (expected - before).abs().max() > 0.5  # the update matters
     vllm_engine.load_weights(tiny_model)
-    after = torch.tensor(vllm_engine.score([sequence])[0])
-    assert torch.allclose(after, expected, atol=1e-3), (after - expected).abs().max()
-    greedy = SamplingParams(temperature=0, max_tokens=12)
-    tokens = [[c.token_ids for c in g.completions] for g in vllm_engine.generate(PROMPTS, greedy)]
-    assert tokens == [
-        [c.token_ids for c in g.completions] for g in reference.generate(PROMPTS, greedy)
-    ]
+    assert_same_model(vllm_engine, reference, sequence, expected, max_tokens=12)
 
 
 def test_a_lora_model_pushes_its_merged_weights(vllm_engine, tiny_model, smol_tokenizer):
@@ -87,12 +81,18 @@ def test_a_lora_model_pushes_its_merged_weights(vllm_engine, tiny_model, smol_to
         base = torch.tensor(adapted.score([sequence])[0])
     assert (expected - base).abs().max() > 0.5  # the adapters matter
     vllm_engine.load_weights(model)
+    assert_same_model(vllm_engine, adapted, sequence, expected, max_tokens=8)
+
+
+def assert_same_model(vllm_engine, reference, sequence, expected, max_tokens: int):
+    """vLLM scores `sequence` as `expected` (the reference engine's scores) within 1e-3 and
+    decodes every prompt greedily to the reference's tokens."""
     got = torch.tensor(vllm_engine.score([sequence])[0])
     assert torch.allclose(got, expected, atol=1e-3), (got - expected).abs().max()
-    greedy = SamplingParams(temperature=0, max_tokens=8)
+    greedy = SamplingParams(temperature=0, max_tokens=max_tokens)
     tokens = [[c.token_ids for c in g.completions] for g in vllm_engine.generate(PROMPTS, greedy)]
     assert tokens == [
-        [c.token_ids for c in g.completions] for g in adapted.generate(PROMPTS, greedy)
+        [c.token_ids for c in g.completions] for g in reference.generate(PROMPTS, greedy)
     ]
 
 
