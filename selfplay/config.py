@@ -402,7 +402,7 @@ class TrainerConfig(Checked):
 
 
 #: the benchmarks `selfplay.eval` knows (a test keeps them equal)
-EvalBenchmark = Literal["cruxeval", "gsm8k", "math500", "mbpp", "humaneval"]
+EvalBenchmark = Literal["cruxeval", "generated", "gsm8k", "math500", "mbpp", "humaneval"]
 EVAL_BENCHMARKS: tuple[EvalBenchmark, ...] = get_args(EvalBenchmark)
 
 

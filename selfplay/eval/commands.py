@@ -1,4 +1,6 @@
-"""`selfplay eval <benchmark> --model PATH_OR_RUN`: pass@1 and pass@k, per-sample JSONL, a table."""
+"""`selfplay eval <benchmark> --model PATH_OR_RUN`: pass@1 and pass@k, per-sample JSONL, a table.
+`selfplay report RUN_FOLDER`: what a run did (proposal rates, in-loop evaluations before and
+after, with the paired test), as JSON; see `report.py`."""
 
 from __future__ import annotations
 
@@ -34,6 +36,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.set_defaults(handler=eval_command)
+    p = sub.add_parser(
+        "report", help="a run's proposal rates and its evaluations before and after, as JSON"
+    )
+    p.add_argument("folder", help="the run folder (holds metrics.jsonl and eval/)")
+    p.set_defaults(handler=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from selfplay.eval.report import report
+
+    print(json.dumps(report(args.folder), indent=2))
+    return 0
 
 
 def resolve_model(spec: str, overrides: list[str]):
@@ -107,7 +121,7 @@ def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list
     """(problems, metrics, per-sample records) of one benchmark, with its judge; the judge's
     back-end (an executor or the math checker) lives for this call. Imported here so that the
     other commands do not load the benchmarks."""
-    from selfplay.eval import code_benchmarks, cruxeval, math_benchmarks
+    from selfplay.eval import code_benchmarks, cruxeval, generated, math_benchmarks
     from selfplay.executor import Executor
     from selfplay.judge import Judge
     from selfplay.mathcheck import MathChecker
@@ -118,6 +132,12 @@ def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list
             problems = cruxeval.load_problems(executor, args.data, args.limit)
             return problems, *cruxeval.evaluate(
                 engine, Judge(executor), problems, config.roles, params, ks, args.prompt_format
+            )
+    if benchmark == "generated":
+        with Executor(config.executor) as executor:
+            problems = generated.load_problems(executor, args.limit)
+            return problems, *generated.evaluate(
+                engine, Judge(executor), problems, config.roles, params, ks
             )
     if benchmark in math_benchmarks.MATH_BENCHMARKS:
         problems = math_benchmarks.load_problems(benchmark, args.data, args.limit)

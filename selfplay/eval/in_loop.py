@@ -1,7 +1,7 @@
 """The evaluation a run does before its first step and every `run.eval_every` steps.
 
-Each benchmark of `run.eval_benchmarks` (CRUXEval by default; GSM8K, MATH-500, MBPP and
-HumanEval as well) is scored greedily (pass@1) on its first `run.eval_problems` problems, with
+Each benchmark of `run.eval_benchmarks` (CRUXEval by default; the generated family's frozen
+held-out tasks, GSM8K, MATH-500, MBPP and HumanEval as well) is scored greedily (pass@1) on its first `run.eval_problems` problems, with
 the run's engine, so the numbers follow the weights being trained, through the harness
 (`harness.py`) and with the judges of `selfplay eval`: a `Judge` over the run's executor (for
 CRUXEval) and its math checker (for GSM8K and MATH-500), and for MBPP and HumanEval a
@@ -10,7 +10,7 @@ CRUXEval) and its math checker (for GSM8K and MATH-500), and for MBPP and HumanE
 are loaded once.
 
 Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pass@1`,
-`eval/gsm8k/pass@1`, ...); per-sample results go to `eval/<benchmark>-step<N>.jsonl` in the
+`eval/generated_deduction/pass@1`, `eval/gsm8k/pass@1`, ...); per-sample results go to `eval/<benchmark>-step<N>.jsonl` in the
 run folder. A benchmark whose data is missing stops the run at its first evaluation, saying
 which file.
 """
@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from selfplay.engine import SamplingParams
-from selfplay.eval import code_benchmarks, cruxeval, math_benchmarks
+from selfplay.eval import code_benchmarks, cruxeval, generated, math_benchmarks
 from selfplay.executor import Executor
 from selfplay.judge import Judge
 
@@ -61,6 +61,10 @@ class InLoopEval:
                 self.problems[benchmark] = cruxeval.load_problems(self.executor, path, limit)
             problems = self.problems[benchmark]
             return cruxeval.evaluate(engine, self.judge, problems, roles, params)
+        if benchmark == "generated":
+            if benchmark not in self.problems:
+                self.problems[benchmark] = generated.load_problems(self.executor, limit)
+            return generated.evaluate(engine, self.judge, self.problems[benchmark], roles, params)
         if benchmark in math_benchmarks.MATH_BENCHMARKS:
             if benchmark not in self.problems:
                 self.problems[benchmark] = math_benchmarks.load_problems(benchmark, None, limit)
