@@ -75,7 +75,12 @@ def test_allowed_values_match_what_implements_them():
     assert tuple(SHAPES) == config.LEARNABILITY_SHAPES
     assert tuple(ESTIMATORS) == get_args(config.AdvantageEstimator)
     assert tuple(OPTIONAL_MODULES) == get_args(config.ExtraModule)
-    assert set(config.EVAL_BENCHMARKS) == {"cruxeval", "generated", *MATH_BENCHMARKS, *CODE_BENCHMARKS}
+    assert set(config.EVAL_BENCHMARKS) == {
+        "cruxeval",
+        "generated",
+        *MATH_BENCHMARKS,
+        *CODE_BENCHMARKS,
+    }
 
 
 def test_literal_fields_list_their_values_and_refuse_others():

@@ -57,7 +57,7 @@ def evaluate(
 
         def read(problem: Problem, completion) -> str | ParseFailure:
             prompt = solver_prompt(problem.task, roles)
-            answer = parse_answer(reply(prompt, completion.text), kind, completion.cut)
+            answer = parse_answer(reply(prompt, completion.text), problem.task.type, completion.cut)
             return answer.text if isinstance(answer, Answer) else answer
 
         scores, rows = harness.evaluate(

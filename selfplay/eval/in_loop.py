@@ -1,18 +1,18 @@
 """The evaluation a run does before its first step and every `run.eval_every` steps.
 
 Each benchmark of `run.eval_benchmarks` (CRUXEval by default; the generated family's frozen
-held-out tasks, GSM8K, MATH-500, MBPP and HumanEval as well) is scored greedily (pass@1) on its first `run.eval_problems` problems, with
-the run's engine, so the numbers follow the weights being trained, through the harness
-(`harness.py`) and with the judges of `selfplay eval`: a `Judge` over the run's executor (for
-CRUXEval) and its math checker (for GSM8K and MATH-500), and for MBPP and HumanEval a
-`CodeTestJudge` over a second executor widened for benchmark test code
-(`code_benchmarks.executor_config`), started at the first evaluation that needs it. Problems
-are loaded once.
+held-out tasks, GSM8K, MATH-500, MBPP and HumanEval as well) is scored greedily (pass@1) on its
+first `run.eval_problems` problems, with the run's engine, so the numbers follow the weights
+being trained, through the harness (`harness.py`) and with the judges of `selfplay eval`: a
+`Judge` over the run's executor (for CRUXEval) and its math checker (for GSM8K and MATH-500),
+and for MBPP and HumanEval a `CodeTestJudge` over a second executor widened for benchmark test
+code (`code_benchmarks.executor_config`), started at the first evaluation that needs it.
+Problems are loaded once.
 
 Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pass@1`,
-`eval/generated_deduction/pass@1`, `eval/gsm8k/pass@1`, ...); per-sample results go to `eval/<benchmark>-step<N>.jsonl` in the
-run folder. A benchmark whose data is missing stops the run at its first evaluation, saying
-which file.
+`eval/generated_deduction/pass@1`, `eval/gsm8k/pass@1`, ...); per-sample results go to
+`eval/<benchmark>-step<N>.jsonl` in the run folder. A benchmark whose data is missing stops the
+run at its first evaluation, saying which file.
 """
 
 from __future__ import annotations
