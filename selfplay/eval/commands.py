@@ -72,6 +72,8 @@ def eval_command(args: argparse.Namespace) -> int:
         raise config_module.ConfigError("--limit must be >= 0, --samples and --k >= 1")
     if args.prompt_format != "selfplay" and args.benchmark != "cruxeval":
         raise config_module.ConfigError("--prompt-format direct|cot is for cruxeval only")
+    if args.data and args.benchmark == "generated":
+        raise config_module.ConfigError("generated: its tasks are made by the program, no --data")
     if max(args.k) > args.samples:
         raise config_module.ConfigError(
             f"pass@{max(args.k)} needs at least {max(args.k)} samples per problem (--samples)"
