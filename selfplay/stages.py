@@ -29,7 +29,6 @@ records, over the whole step.
 
 from __future__ import annotations
 
-import ast
 from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -42,6 +41,7 @@ from selfplay.curriculum.records import verification_record
 from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
+from selfplay.proposer.canonical import canonical_program
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
@@ -195,25 +195,17 @@ def _duplicates(run: Run, valid: list[Validated], result, step: int) -> list[boo
 def _reference_programs(run: Run, valid: list[Validated]) -> dict[int, str]:
     """The normalised programs of the references shown to the proposals in `valid`."""
     ids = sorted({i for v in valid for i in v.proposed.references})
-    return {t.id: _normalised(t.task.program) for t in run.store.get(ids)} if ids else {}
+    return {t.id: canonical_program(t.task.program) for t in run.store.get(ids)} if ids else {}
 
 
 def _copies(validated: Validated, shown: dict[int, str]) -> bool:
-    """Whether the task's program is, up to comments and layout, one of its prompt's
-    references. An induction task's program was given to the proposer, not written by it."""
+    """Whether the task's program is one of its prompt's references up to comments, layout,
+    the names it binds and repeated definitions (`canonical_program`). An induction task's
+    program was given to the proposer, not written by it."""
     if validated.task.type == "induction":
         return False
-    program = _normalised(validated.task.program)
+    program = canonical_program(validated.task.program)
     return any(shown[i] == program for i in validated.proposed.references)
-
-
-def _normalised(program: str) -> str:
-    """Program text without comments, blank lines and spacing (`ast.unparse` of its syntax
-    tree; quotes and parentheses normalised too); text that does not parse, by its words."""
-    try:
-        return ast.unparse(ast.parse(program))
-    except (SyntaxError, ValueError, RecursionError):
-        return " ".join(program.split())
 
 
 def sample(run: Run, step: int):

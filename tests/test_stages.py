@@ -177,6 +177,22 @@ def test_copies_and_duplicates_earn_no_learnability(make_run):
     assert metrics["propose/new_tasks"] == 4  # copies of a reference still enter the pool
 
 
+def test_a_renamed_or_repeated_copy_of_a_reference_is_a_duplicate(make_run):
+    run, seed_id = make_run(["selfplay.solver_tasks=1"])
+    renamed = "def f(items):\n    return sorted(items)"
+    twice = f"{SORTED}\n\n{SORTED}"
+    proposals = [
+        proposed(0, "deduction", renamed, "[2, 1]", [seed_id]),
+        proposed(1, "abduction", twice, "[4, 3]", [seed_id]),
+        proposed(
+            2, "deduction", "def f(items):\n    return sorted(items)[::-1]", "[1, 2]", [seed_id]
+        ),
+    ]
+    stored, _, _, metrics = one_step(run, proposals)
+    assert [s.duplicate for s in stored] == [True, True, False]
+    assert metrics["propose/duplicate_share"] == pytest.approx(2 / 3)
+
+
 def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.proposer_duplicate=0"])
     proposals = (
