@@ -108,7 +108,7 @@ def bench(recipe: str, steps: int, overrides: list[str], label: str) -> dict:
             sum(r["generated_tokens"] or 0 for r in records) / total_step, 2
         ),
         "trained_tokens_per_s": round(
-            sum(r["update_tokens"] or 0 for r in records) / total_step, 2
+            sum(r["trained_tokens"] or 0 for r in records) / total_step, 2
         ),
     }
 
