@@ -387,12 +387,16 @@ class TrainerConfig(Checked):
         "token", "loss aggregation: token = every token counts; sequence = every answer does"
     )
     kl_coef: float = knob(0.0, "weight of the k3 KL penalty to the initial model (0 = off)")
-    micro_batch: int = knob(4, "sequences per forward/backward pass")
+    micro_batch: int = knob(4, "rollouts per forward/backward pass")
+    share_prompts: bool = knob(
+        True, "run a prompt through the model once for all of its completions (exact)"
+    )
     mini_batches: int = knob(1, "optimizer steps per pass over a step's rollouts")
     ppo_epochs: int = knob(1, "passes over a step's rollouts")
     max_grad_norm: float = knob(1.0, "gradient clipping by global norm")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = knob(
-        "auto", "mixed precision of the update; auto: bf16 where the hardware has it, else no"
+        "auto",
+        "mixed precision of the update; auto: bf16 on GPUs and CPUs that compute it natively",
     )
     gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
     lora: LoraConfig = section(LoraConfig, "LoRA adapters instead of full fine-tuning")

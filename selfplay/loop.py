@@ -37,7 +37,7 @@ from selfplay.config import Config, to_dict
 from selfplay.curriculum import Provenance
 from selfplay.distributed import Ranks, SharedStore
 from selfplay.engine import make_engine, resolve_backend
-from selfplay.engine.model import load_model
+from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.progress import Progress
@@ -152,6 +152,7 @@ def open_run(config: Config) -> tuple[Run, int]:
     # accelerate, the store's SQLAlchemy and the executor's RestrictedPython load only when a
     # run opens: importing the loop (for `Run`, or the CLI's help) stays quick
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
     from accelerate.utils import set_seed
 
     from selfplay.curriculum import TaskStore
@@ -159,6 +160,9 @@ def open_run(config: Config) -> tuple[Run, int]:
 
     labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
     t = config.trainer
+    # accelerate keeps one state per process and refuses another mixed precision; a process
+    # that opens several runs in turn (benchmarks, tests) gives each its own settings
+    AcceleratorState._reset_state()
     accelerator = Accelerator(
         # without cpu=True, accelerate sees no distribution in CPU processes under torchrun
         cpu=not (torch.cuda.is_available() or torch.backends.mps.is_available()),
@@ -302,9 +306,14 @@ def _set_threads(setting: int, ranks: Ranks) -> None:
 
 
 def _mixed_precision(setting: str) -> str:
+    """auto: bf16 autocast on a GPU that has it and on a CPU that computes bfloat16 natively
+    (AVX512-BF16 or AMX), where it made a CPU update 1.2-1.6x faster; the weights, gradients
+    and optimizer state stay float32 either way."""
     if setting != "auto":
         return setting
-    return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "no"
+    if torch.cuda.is_available():
+        return "bf16" if torch.cuda.is_bf16_supported() else "no"
+    return "bf16" if cpu_has_bf16() and not torch.backends.mps.is_available() else "no"
 
 
 # AZR's seed task (program, input): the pool's first task in zero-data mode

@@ -32,6 +32,16 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_accelerator_state():
+    """accelerate keeps one mixed-precision state per process: a run opened by one test (bf16
+    on a CPU that has it) must not make another test's `Accelerator()` autocast."""
+    yield
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state()
+
+
 @pytest.fixture(scope="session")
 def executor():
     with Executor(ExecutorConfig()) as ex:

@@ -49,61 +49,142 @@ if TYPE_CHECKING:
 
 __all__ = ["MicroBatch", "collate", "token_logprobs", "policy_update"]
 
+#: attention implementations that take a 4-D mask, so that completions can share a prompt
+MASKED_ATTENTION = ("sdpa", "eager")
+
 
 @dataclass
 class MicroBatch:
-    """Rollouts as tensors for one forward/backward pass."""
+    """Rollouts as tensors for one forward/backward pass.
 
-    input_ids: torch.Tensor  # (B, W) prompt + completion, left-padded
-    attention_mask: torch.Tensor  # (B, W)
-    position_ids: torch.Tensor  # (B, W) positions of real tokens, as without padding
-    targets: torch.Tensor  # (B, C) the last C tokens: what the kept logits predict
+    Each row holds one prompt once, followed by every completion of it in the micro-batch (a
+    GRPO group shares its prompt): each completion attends to the prompt and to its own
+    earlier tokens only (`attention_mask`, (R, 1, W, W)) at the positions it had when it was
+    sampled (`position_ids`), so its log-probabilities are those of prompt + completion
+    alone, while the prompt's tokens are run through the model once for the whole group.
+    Rows are left-padded to end together; the logits of the last `keep` positions are
+    computed (every row's completions and the prompt token before them, which predicts each
+    completion's first token). The rollouts' own tensors are on a (B, C) grid of completion
+    tokens, first token first."""
+
+    input_ids: torch.Tensor  # (R, W) per row: left padding, prompt, completion, completion...
+    attention_mask: torch.Tensor  # (R, 1, W, W) what each position may attend to
+    position_ids: torch.Tensor  # (R, W) each token's position in prompt + its completion
+    keep: int  # the logits of the last `keep` positions are computed
+    row: torch.Tensor  # (B,) the row holding each rollout
+    source: torch.Tensor  # (B, C) the kept position whose logits predict each target
+    targets: torch.Tensor  # (B, C) completion tokens
     mask: torch.Tensor  # (B, C) 1 where the target is a completion token
     old_logp: torch.Tensor  # (B, C) sampling-time log-probabilities, on the same grid
     advantages: torch.Tensor  # (B,)
 
+    def to(self, device) -> MicroBatch:
+        moved = {k: v.to(device) if torch.is_tensor(v) else v for k, v in vars(self).items()}
+        return MicroBatch(**moved)
 
-def collate(rollouts: Sequence[Rollout], advantages: Sequence[float], pad_id: int) -> MicroBatch:
-    width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
+
+def collate(
+    rollouts: Sequence[Rollout],
+    advantages: Sequence[float],
+    pad_id: int,
+    share_prompts: bool = True,
+    attention: str = "sdpa",
+) -> MicroBatch:
+    """The micro-batch of `rollouts`: with `share_prompts` the rollouts of one prompt share a
+    row, else every rollout has a row of its own. `attention` is the model's attention
+    implementation: a boolean mask for `sdpa` (and the others that take one), an additive
+    float mask for `eager`."""
+    rows: dict[tuple[int, ...] | int, list[int]] = {}
+    for b, r in enumerate(rollouts):
+        rows.setdefault(r.prompt_ids if share_prompts else b, []).append(b)
+    members = list(rows.values())
+    areas = [sum(len(rollouts[b].completion_ids) for b in m) for m in members]
+    width = max(len(rollouts[m[0]].prompt_ids) + a for m, a in zip(members, areas, strict=True))
+    keep = max(areas) + 1
     tail = max(len(r.completion_ids) for r in rollouts)
-    ids = torch.full((len(rollouts), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rollouts), width), dtype=torch.long)
+    ids = torch.full((len(members), width), pad_id, dtype=torch.long)
+    positions = torch.zeros((len(members), width), dtype=torch.long)
+    # the segment of each position: -1 padding, 0 the prompt, j + 1 the row's j-th completion
+    segment = torch.full((len(members), width), -1, dtype=torch.long)
+    row = torch.zeros(len(rollouts), dtype=torch.long)
+    source = torch.zeros((len(rollouts), tail), dtype=torch.long)
+    targets = torch.zeros((len(rollouts), tail), dtype=torch.long)
     mask = torch.zeros(len(rollouts), tail)
     old = torch.zeros(len(rollouts), tail)
-    for row, r in enumerate(rollouts):
-        sequence = r.prompt_ids + r.completion_ids
-        ids[row, width - len(sequence) :] = torch.tensor(sequence)
-        attention[row, width - len(sequence) :] = 1
-        c = len(r.completion_ids)
-        mask[row, tail - c :] = 1
-        old[row, tail - c :] = torch.tensor(r.logprobs)
-    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    for r_index, (m, area) in enumerate(zip(members, areas, strict=True)):
+        prompt = rollouts[m[0]].prompt_ids
+        start = width - area - len(prompt)
+        ids[r_index, start : width - area] = torch.tensor(prompt)
+        positions[r_index, start : width - area] = torch.arange(len(prompt))
+        segment[r_index, start : width - area] = 0
+        at = width - area  # where the next completion begins
+        for j, b in enumerate(m):
+            completion = rollouts[b].completion_ids
+            n = len(completion)
+            ids[r_index, at : at + n] = torch.tensor(completion)
+            positions[r_index, at : at + n] = torch.arange(len(prompt), len(prompt) + n)
+            segment[r_index, at : at + n] = j + 1
+            # token 0 is predicted by the prompt's last position, token t by the one before it
+            predictors = [width - area - 1, *range(at, at + n - 1)]
+            row[b] = r_index
+            source[b, :n] = torch.tensor(predictors) - (width - keep)
+            targets[b, :n] = torch.tensor(completion)
+            mask[b, :n] = 1
+            old[b, :n] = torch.tensor(rollouts[b].logprobs)
+            at += n
     adv = torch.tensor(list(advantages), dtype=torch.float32)
-    return MicroBatch(ids, attention, positions, ids[:, width - tail :], mask, old, adv)
+    visible = _visibility(segment, attention)
+    return MicroBatch(ids, visible, positions, keep, row, source, targets, mask, old, adv)
+
+
+def _visibility(segment: torch.Tensor, attention: str) -> torch.Tensor:
+    """(R, 1, W, W): query q may attend to key k when k <= q and k is in the prompt or in q's
+    own completion. A padding position attends to itself alone (a row of the softmax must not
+    be empty); nothing attends to padding."""
+    width = segment.shape[1]
+    causal = torch.ones(width, width, dtype=torch.bool).tril()
+    query, key = segment.unsqueeze(2), segment.unsqueeze(1)
+    allowed = causal & (key >= 0) & ((key == 0) | (key == query))
+    allowed |= torch.eye(width, dtype=torch.bool) & (query < 0)
+    allowed = allowed.unsqueeze(1)
+    if attention == "eager":  # added to the attention scores
+        return torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    if attention in MASKED_ATTENTION:
+        return allowed
+    if segment.max() > 1:
+        raise ValueError(
+            f"{attention} attention takes no mask that lets completions share a prompt: "
+            "set trainer.share_prompts=false or load the model with sdpa or eager attention"
+        )
+    return (segment >= 0).long()  # one completion a row: a padding mask is all it needs
+
+
+def attention_of(model) -> str:
+    """The attention implementation of an unwrapped `model` (a peft model's is its base's),
+    which decides the form of the mask (`collate`)."""
+    return getattr(model.config, "_attn_implementation", None) or "sdpa"
 
 
 def token_logprobs(
     model, batch: MicroBatch, temperature: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(log-probability of each target token, entropy of each position's distribution), under
-    softmax(logits / temperature); temperature 0 (greedy sampling) scores the model's own.
-
-    The logits at position t predict token t + 1, so the last C targets need the C logits
-    before the last position: keep C + 1 and drop the final one."""
-    tail = batch.targets.shape[1]
+    """(log-probability of each target token, entropy of its position's distribution), on
+    the (B, C) grid, under softmax(logits / temperature); temperature 0 (greedy sampling)
+    scores the model's own."""
     out = model(
         input_ids=batch.input_ids,
         attention_mask=batch.attention_mask,
         position_ids=batch.position_ids,
-        logits_to_keep=tail + 1,
+        logits_to_keep=batch.keep,
     )
-    logits = out.logits[:, :-1].float()
+    logits = out.logits.float()
     if temperature > 0 and temperature != 1:
         logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
+    logp_all = torch.log_softmax(logits, dim=-1)  # (R, keep, V)
+    rows = batch.row.unsqueeze(-1).expand_as(batch.source)
+    logp = logp_all[rows, batch.source, batch.targets]
     with torch.no_grad():
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)[rows, batch.source]
     return logp, entropy
 
 
@@ -112,11 +193,17 @@ def _chunks(items: list, parts: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _mini_batches(lengths: Sequence[int], parts: int, rng: random.Random) -> list[list[int]]:
-    """Rollout indices in `parts` mini-batches cut from a shuffle, each sorted by length."""
-    order = list(range(len(lengths)))
+def _mini_batches(keys: Sequence, parts: int, rng: random.Random) -> list[list[int]]:
+    """Rollout indices in `parts` mini-batches cut from a shuffle, each sorted by `keys`."""
+    order = list(range(len(keys)))
     rng.shuffle(order)
-    return [sorted(mini, key=lengths.__getitem__) for mini in _chunks(order, parts)]
+    return [sorted(mini, key=keys.__getitem__) for mini in _chunks(order, parts)]
+
+
+def _layout_key(rollout: Rollout) -> tuple:
+    """Rollouts of one prompt side by side (they share a row), prompts by length, so that
+    micro-batches cut from a sorted mini-batch waste little padding."""
+    return len(rollout.prompt_ids), rollout.prompt_ids, len(rollout.completion_ids)
 
 
 def micro_batch_share(active: Sequence[int], micro_batch: int, share: Ranks) -> list[list[int]]:
@@ -159,7 +246,8 @@ def policy_update(
     if config.kl_coef > 0 and reference is None:
         raise ValueError("kl_coef > 0 needs a reference model")
     share = share or Ranks()
-    length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    keys = [_layout_key(r) for r in rollouts]
+    attention = attention_of(accelerator.unwrap_model(model))
     rng = random.Random(seed)
     lr = float(scheduler.get_last_lr()[0])
     # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
@@ -172,7 +260,7 @@ def policy_update(
     model.train()
     skipped = 0
     for _ in range(config.ppo_epochs):
-        for mini in _mini_batches(length, config.mini_batches, rng):
+        for mini in _mini_batches(keys, config.mini_batches, rng):
             denominator = _denominator([rollouts[i] for i in mini], config.aggregation)
             active = [i for i in mini if advantages[i] != 0.0 or not skippable]
             skipped += len(mini) - len(active)
@@ -182,10 +270,16 @@ def policy_update(
             for k, indices in enumerate(micro):
                 padding = not indices
                 rows = indices or [active[0]]
-                batch = collate([rollouts[i] for i in rows], [advantages[i] for i in rows], pad_id)
+                batch = collate(
+                    [rollouts[i] for i in rows],
+                    [advantages[i] for i in rows],
+                    pad_id,
+                    share_prompts=config.share_prompts,
+                    attention=attention,
+                )
                 if padding:
                     batch.mask.zero_()
-                batch = MicroBatch(*(t.to(accelerator.device) for t in vars(batch).values()))
+                batch = batch.to(accelerator.device)
                 last = k == len(micro) - 1
                 ref_logp = None
                 if config.kl_coef > 0:

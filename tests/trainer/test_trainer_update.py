@@ -60,27 +60,94 @@ def rollouts(model, count: int = 6) -> list[Rollout]:
 
 
 def train_once(
-    model, data, advantages, micro_batch: int, lr: float = 0.5, kl_coef=0.0, reference=None
+    model,
+    data,
+    advantages,
+    micro_batch: int,
+    lr: float = 0.5,
+    kl_coef=0.0,
+    reference=None,
+    share_prompts: bool = True,
 ) -> dict:
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    settings = TrainerConfig(micro_batch=micro_batch, max_grad_norm=1e9, kl_coef=kl_coef)
+    settings = TrainerConfig(
+        micro_batch=micro_batch, max_grad_norm=1e9, kl_coef=kl_coef, share_prompts=share_prompts
+    )
     return policy_update(
         accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
     )
 
 
-def test_collate_aligns_completion_tokens():
-    short = Rollout("solve", "deduction", 0, (5, 6, 7), (8, 9), (-0.5, -0.25), 1.0)
-    long = Rollout("solve", "deduction", 1, (4,), (1, 2, 3), (-1.0, -2.0, -3.0), 1.0)
-    batch = collate([short, long], [1.0, 1.0], pad_id=0)
-    assert batch.input_ids.tolist() == [[5, 6, 7, 8, 9], [0, 4, 1, 2, 3]]  # left-padded
-    assert batch.position_ids[1].tolist()[1:] == [0, 1, 2, 3]
-    assert batch.targets.tolist() == [[7, 8, 9], [1, 2, 3]]  # the last 3 tokens
-    assert batch.mask.tolist() == [[0, 1, 1], [1, 1, 1]]
-    assert batch.old_logp.tolist() == [[0, -0.5, -0.25], [-1.0, -2.0, -3.0]]
+def test_collate_puts_a_prompt_once_before_its_completions():
+    a = Rollout("solve", "deduction", 0, (5, 6, 7), (8, 9), (-0.5, -0.25), 1.0)
+    b = Rollout("solve", "deduction", 0, (5, 6, 7), (10,), (-2.0,), 1.0)
+    c = Rollout("solve", "deduction", 1, (4,), (1, 2, 3), (-1.0, -2.0, -3.0), 1.0)
+    batch = collate([a, b, c], [1.0, 1.0, 1.0], pad_id=0)
+    assert batch.input_ids.tolist() == [[5, 6, 7, 8, 9, 10], [0, 0, 4, 1, 2, 3]]  # left-padded
+    assert batch.position_ids.tolist() == [[0, 1, 2, 3, 4, 3], [0, 0, 0, 1, 2, 3]]
+    assert batch.row.tolist() == [0, 0, 1]
+    assert batch.keep == 4  # the last 4 positions: each row's completions and the token before
+    # kept index i is position 2 + i: the prompt's last token predicts every first token
+    assert batch.source.tolist() == [[0, 1, 0], [0, 0, 0], [0, 1, 2]]
+    assert batch.targets.tolist() == [[8, 9, 0], [10, 0, 0], [1, 2, 3]]
+    assert batch.mask.tolist() == [[1, 1, 0], [1, 0, 0], [1, 1, 1]]
+    assert batch.old_logp.tolist() == [[-0.5, -0.25, 0], [-2.0, 0, 0], [-1.0, -2.0, -3.0]]
+    sees = batch.attention_mask[0, 0]
+    assert sees[5].tolist() == [True, True, True, False, False, True]  # 10: prompt and itself
+    assert sees[4].tolist() == [True, True, True, True, True, False]  # 9: prompt, 8, itself
+    assert not batch.attention_mask[1, 0, 2:, :2].any()  # no token sees the padding
+    alone = collate([a, b, c], [1.0] * 3, pad_id=0, share_prompts=False)
+    assert alone.input_ids.shape[0] == 3 and alone.row.tolist() == [0, 1, 2]
+
+
+def grouped_rollouts(model, prompts: int = 3, per_prompt: int = 3) -> list[Rollout]:
+    """Several completions of each prompt (a GRPO group), of different lengths."""
+    g = torch.Generator().manual_seed(2)
+    out = []
+    for p in range(prompts):
+        prompt = tuple(torch.randint(1, 64, (4 + 3 * p,), generator=g).tolist())
+        for j in range(per_prompt):
+            completion = tuple(torch.randint(1, 64, (1 + (j * 2 + p) % 5,), generator=g).tolist())
+            logp = (0.0,) * len(completion)
+            out.append(Rollout("solve", "deduction", p, prompt, completion, logp, 0.0))
+    return out
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_shared_prompts_score_and_train_as_separate_sequences(attention):
+    """A group's completions packed behind one copy of their prompt get the log-probabilities
+    and the gradient that each would get in a sequence of its own."""
+    model = tiny_model()
+    model.config._attn_implementation = attention
+    data = grouped_rollouts(model)
+    advantages = torch.linspace(-1.0, 1.0, len(data))
+    scored = {}
+    for shared in (True, False):
+        model.zero_grad()
+        batch = collate(data, advantages.tolist(), 0, share_prompts=shared, attention=attention)
+        logp, entropy = token_logprobs(model, batch)
+        (logp * batch.mask * batch.advantages.unsqueeze(-1)).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        scored[shared] = (logp.detach() * batch.mask, entropy * batch.mask, grads)
+    assert collate(data, advantages.tolist(), 0).input_ids.shape[0] == 3  # one row a prompt
+    (logp, entropy, grads), (alone_logp, alone_entropy, alone_grads) = scored[True], scored[False]
+    assert torch.allclose(logp, alone_logp, atol=1e-5)
+    assert torch.allclose(entropy, alone_entropy, atol=1e-5)
+    for g, h in zip(grads, alone_grads, strict=True):
+        assert torch.allclose(g, h, atol=1e-5, rtol=1e-4)
+
+
+def test_sharing_prompts_gives_the_same_update():
+    data = grouped_rollouts(tiny_model())
+    advantages = [1.0, -0.5, 0.25, -1.0, 2.0, 0.0, 0.5, -2.0, 1.5]
+    shared, alone = tiny_model(), tiny_model()
+    train_once(shared, data, advantages, micro_batch=4)
+    train_once(alone, data, advantages, micro_batch=4, share_prompts=False)
+    for (name, a), b in zip(shared.state_dict().items(), alone.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-5), name
 
 
 def test_zero_advantage_rollouts_change_nothing_and_cost_nothing():
