@@ -273,9 +273,14 @@ class EngineConfig(Checked):
     vllm_in_process: bool = knob(
         True, "vllm: run the engine core in this process, so weight pushes pass tensors directly"
     )
+    vllm_cpu_threads: int = knob(
+        0, "vllm on CPU: torch threads it generates with (0 = vLLM's own choice, one)"
+    )
 
     def check(self) -> None:
         positive(self, "batch_size", "max_model_len", "vllm_gpu_memory_utilization")
+        if self.vllm_cpu_threads < 0:
+            raise ConfigError("engine.vllm_cpu_threads must be 0 (vLLM's choice) or positive")
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ class Progress:
             f"Done: {len(h)} steps this session in {folder}",
             f"  tasks proposed {int(proposed)}, valid {int(valid)}, added to the pool "
             f"{int(added)} (pool now {len(run.store)} tasks)",
+            f"  solver answers judged correct: {_solved(h)}",
             f"  solver accuracy on its frontier batch: first step {_fmt(first)}, "
             f"last step {_fmt(last)}",
             f"  metrics: {folder / 'metrics.jsonl'}, TensorBoard: {folder / 'tensorboard'}",
@@ -65,3 +66,15 @@ class Progress:
         ]
         self.out.write("\n".join(lines) + "\n")
         self.out.flush()
+
+
+def _solved(history: list[dict]) -> str:
+    """`7 of 180 (deduction 0/60, induction 7/120)`: every judged answer of the session, new
+    tasks' estimates included, in all and per task type."""
+    kinds = sorted(
+        {k.rsplit("/", 1)[1] for m in history for k in m if k.startswith("solve/answers/")}
+    )
+    right = {k: int(sum(m.get(f"solve/correct/{k}", 0) for m in history)) for k in kinds}
+    total = {k: int(sum(m.get(f"solve/answers/{k}", 0) for m in history)) for k in kinds}
+    per = ", ".join(f"{k} {right[k]}/{total[k]}" for k in kinds if total[k])
+    return f"{sum(right.values())} of {sum(total.values())}" + (f" ({per})" if per else "")

@@ -155,25 +155,37 @@ def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
 
 def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[Stored, ...]:
     """The valid tasks into the pool; each proposal with its task's pool id and whether it is
-    a duplicate (see `Stored`)."""
+    a duplicate (see `Stored`). A copy of a reference shown in its prompt stays out of the
+    pool: copies of the seed would otherwise become the next step's references and solver
+    tasks, and the pool would never leave the seed (measured: a zero-data run whose 43 tasks
+    were all the identity function)."""
     valid = [v for v in validated if v.task is not None]
-    if not valid:
-        return tuple(Stored(v) for v in validated)
-    provenance = [
-        Provenance("proposed", step, run.version, "proposer", references=v.proposed.references)
-        for v in valid
-    ]
-    records = [verification_record(v.verdicts, run.executor.isolation) for v in valid]
-    result = run.store.add_tasks([v.task for v in valid], provenance, records)
-    duplicates = _duplicates(run, valid, result, step)
-    placed = iter(zip(result.ids, result.added, duplicates, strict=True))
-    return tuple(Stored(v, *next(placed)) if v.task is not None else Stored(v) for v in validated)
+    shown = _reference_programs(run, valid)
+    copied = {k for k, v in enumerate(validated) if v.task is not None and _copies(v, shown)}
+    fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in copied]
+    placed = iter(())
+    if fresh:
+        provenance = [
+            Provenance("proposed", step, run.version, "proposer", references=v.proposed.references)
+            for v in fresh
+        ]
+        records = [verification_record(v.verdicts, run.executor.isolation) for v in fresh]
+        result = run.store.add_tasks([v.task for v in fresh], provenance, records)
+        placed = zip(result.ids, result.added, _duplicates(run, result, step), strict=True)
+    stored = []
+    for k, v in enumerate(validated):
+        if v.task is None:
+            stored.append(Stored(v))
+        elif k in copied:
+            stored.append(Stored(v, duplicate=True))
+        else:
+            stored.append(Stored(v, *next(placed)))
+    return tuple(stored)
 
 
-def _duplicates(run: Run, valid: list[Validated], result, step: int) -> list[bool]:
-    """Which valid proposals are no new work: their task is not the step's own (the pool held
-    it before, or an earlier proposal of the step made it), or their program copies a
-    reference shown in their prompt, whatever that reference's type.
+def _duplicates(run: Run, result, step: int) -> list[bool]:
+    """Which stored proposals are no new work: their task is not the step's own (the pool
+    held it before, or an earlier proposal of the step made it).
 
     A proposed task that the pool holds from this very step is the step's own: a resumed run
     replays the step whose tasks its lost run added, and must reward them as that run did."""
@@ -183,11 +195,10 @@ def _duplicates(run: Run, valid: list[Validated], result, step: int) -> list[boo
         t.id for t in pooled if t.provenance.origin == "proposed" and t.provenance.step == step
     }
     own = replayed | {i for i, added in zip(result.ids, result.added, strict=True) if added}
-    shown = _reference_programs(run, valid)
     seen: set[int] = set()
     flags = []
-    for v, task_id in zip(valid, result.ids, strict=True):
-        flags.append(task_id not in own or task_id in seen or _copies(v, shown))
+    for task_id in result.ids:
+        flags.append(task_id not in own or task_id in seen)
         seen.add(task_id)
     return flags
 

@@ -66,6 +66,10 @@ def step_metrics(
         m[f"propose/valid_rate/{kind}"] = _rate(mine, lambda s: s.outcome == "valid")
         of_kind = [j for j in trained if j.attempted.task.type == kind]
         m[f"solve/accuracy/{kind}"] = _rate(of_kind, lambda j: j.outcome == "correct")
+        # every judged answer of the type, estimates of new tasks included
+        answered = [j for j in judged if j.attempted.task.type == kind]
+        m[f"solve/answers/{kind}"] = float(len(answered))
+        m[f"solve/correct/{kind}"] = float(sum(j.outcome == "correct" for j in answered))
     pairs = zip(stored, solve_rates, strict=True)
     valid = [(s, rate or 0.0) for s, rate in pairs if s.outcome == "valid"]
     m["propose/proposals"] = float(len(stored))

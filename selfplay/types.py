@@ -187,10 +187,11 @@ class Validated:
 @dataclass(frozen=True)
 class Stored:
     """A validated proposal after its task entered the pool (the `store` stage): the task's
-    pool id (None unless valid), whether it was new (False for a task the pool held), and
-    whether it is a duplicate: a valid task that is no new work, as its task was in the pool
-    before this step (or an earlier proposal of the step made it) or its program copies a
-    reference shown in its prompt. A duplicate earns no learnability."""
+    pool id (None unless valid, and for a copy of a reference, which stays out of the pool),
+    whether it was new (False for a task the pool held), and whether it is a duplicate: a
+    valid task that is no new work, as its task was in the pool before this step (or an
+    earlier proposal of the step made it) or its program copies a reference shown in its
+    prompt. A duplicate earns no learnability."""
 
     validated: Validated
     task_id: int | None = None

@@ -182,6 +182,13 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     text = (tmp_path / "out.txt").read_text()
     assert "step   2/2" in text and "export the pool" in text
     assert [m["step"] for m in read_metrics(folder)] == [1, 2]
+    counts = {"answers": 0, "correct": 0}
+    for m in read_metrics(folder):
+        for key, value in m.items():
+            if key.startswith(("solve/answers/", "solve/correct/")):
+                counts[key.split("/")[1]] += int(value)
+    assert counts["answers"] > 0
+    assert f"judged correct: {counts['correct']} of {counts['answers']}" in text
     assert (folder / "config.yaml").exists() and (folder / "tensorboard").is_dir()
     assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
     # running again finds the run finished

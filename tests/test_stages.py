@@ -167,14 +167,17 @@ def test_copies_and_duplicates_earn_no_learnability(make_run):
     ]
     stored, _, rollouts, metrics = one_step(run, proposals)
     assert [s.outcome for s in stored] == ["valid"] * 6
-    assert [s.added for s in stored] == [False, True, True, False, True, True]
+    # copies of the reference stay out of the pool; the pool task not shown keeps its id
+    assert [s.added for s in stored] == [False, False, False, False, True, True]
+    assert [s.task_id is None for s in stored] == [True, True, True, False, False, False]
     assert [s.duplicate for s in stored] == [True] * 4 + [False] * 2
     rewards = [r.reward for r in rollouts if r.role == "propose"]
     # each new task was answered right once in two: AZR's learnability 1 - 1/2
     assert rewards == [run.config.reward.proposer_duplicate] * 4 + [0.5, 0.5]
     assert run.config.reward.proposer_duplicate == run.config.reward.proposer_invalid
     assert metrics["propose/duplicate_share"] == pytest.approx(4 / 6)
-    assert metrics["propose/new_tasks"] == 4  # copies of a reference still enter the pool
+    assert metrics["propose/new_tasks"] == 2
+    assert len(run.store) == 4  # the seed, the earlier task and the two new ones
 
 
 def test_a_renamed_or_repeated_copy_of_a_reference_is_a_duplicate(make_run):

@@ -109,6 +109,8 @@ class VLLMEngine:
         )
         # On CPU vLLM drops torch to one intra-op thread for serving (and disables
         # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
+        if not self.on_gpu and config.vllm_cpu_threads:
+            _set_threads(config.vllm_cpu_threads)
         self.serving_threads = torch.get_num_threads()
 
     def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:

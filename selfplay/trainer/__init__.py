@@ -34,7 +34,10 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    The rollouts are split into `trainer.mini_batches` optimizer steps (AdamW, linear warm-up
    over `trainer.warmup_steps`, gradient-norm clip `trainer.max_grad_norm`), repeated for
    `trainer.ppo_epochs`; micro-batches of `trainer.micro_batch` accumulate gradients exactly.
-   Rollouts with A = 0 add nothing and are not run (unless the KL term is on).
+   Rollouts with A = 0 add nothing and are not run (unless the KL term is on). The
+   completions of one prompt in a micro-batch are scored behind a single copy of it
+   (`trainer.share_prompts`), each attending to the prompt and to itself only: the same
+   log-probabilities and gradient as separate sequences, with the prompt computed once.
    With N processes every rank computes the same advantages over the whole step and runs its
    share of each mini-batch; losses keep the whole mini-batch's denominator and are scaled by N,
    so that DDP's averaged gradient is the one-process gradient (`selfplay.distributed`). With

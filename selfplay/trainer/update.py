@@ -5,13 +5,17 @@ A batch of rollouts is split into mini-batches (one optimizer step each, repeate
 each micro-batch is divided by the token (or sequence) count of its whole mini-batch, so the
 accumulated gradient is exactly that of the mini-batch's loss (see `loss._aggregate`).
 
-Two savings that leave the gradient exactly as it is:
+Three savings that leave the gradient exactly as it is:
   * a rollout whose advantage is 0 adds 0 to the loss and to its gradient (both branches of
     the clipped objective are multiplied by it), so it is counted in the denominator but not
     run through the model; a mini-batch with no other rollout takes no optimizer step;
-  * sequences are left-padded, so every completion ends at the last position and the language
-    model head and the log-softmax run only over the last (longest completion) positions,
-    not over the prompts (`logits_to_keep`).
+  * the completions of one prompt share a row behind a single copy of it (`collate`), each
+    attending to the prompt and to its own tokens only, at the positions it was sampled at:
+    a group of 8 answers to a 200-token prompt runs 200 prompt tokens instead of 1,600
+    (`trainer.share_prompts`; with SmolLM2, 8 x 8 answers of 30 tokens updated 3.3x faster);
+  * rows are left-padded, so every row's completions end at the last position and the
+    language model head and the log-softmax run only over the last positions, not over the
+    prompts (`logits_to_keep`).
 
 The policy trained is the tempered distribution the engine samples from,
 softmax(logits / temperature): its log-probabilities are what the engines report for sampled
