@@ -91,10 +91,15 @@ def greedy_score(run, tasks) -> Scored:
     """Greedy pass@1 of `tasks` with the solver's own prompt, judged by the run's judge."""
     from selfplay.engine import SamplingParams
     from selfplay.eval.harness import evaluate
-    from selfplay.solver import parse_answer, reply, solver_prompt
+    from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 
     cfg = run.config
-    params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.generation.max_new_tokens)
+    params = SamplingParams(
+        n=1,
+        temperature=0.0,
+        max_tokens=cfg.generation.max_new_tokens,
+        stop=solver_stop(cfg.roles),
+    )
     _, rows = evaluate(
         list(tasks),
         lambda t: solver_prompt(t, cfg.roles),

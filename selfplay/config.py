@@ -436,6 +436,9 @@ class RunConfig(Checked):
     eval_problems: int = knob(100, "first problems of each benchmark evaluated (0 = all)")
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
+    log_samples: bool = knob(
+        True, "write every rollout (text, reward, advantage) to samples.jsonl in the run folder"
+    )
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
 
     def check(self) -> None:

@@ -43,7 +43,7 @@ from selfplay.mathcheck import MathChecker
 from selfplay.progress import Progress
 from selfplay.step import StageTimer, step_metrics
 from selfplay.trainer.checkpoint import Checkpoints
-from selfplay.trainer.metrics import MetricsLogger
+from selfplay.trainer.metrics import MetricsLogger, SampleLog
 from selfplay.types import Task
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ class Run:
     math_checker: MathChecker | None = None  # judges math answers (workers start on first use)
     imports: list[ImportReport] | None = None  # reports of the labeled sets imported at the start
     selection_log: SelectionLog | None = None  # when curriculum.selection is trapo
+    samples: SampleLog | None = None  # every step's rollouts, when run.log_samples
 
     @property
     def judge(self) -> Judge:
@@ -111,6 +112,8 @@ def run_step(run: Run, step: int) -> dict[str, float]:
     with timer("reward"):
         rates = stages.solve_rates(stored, judged)
         rollouts = stages.reward(run, stored, rates, judged)
+    if run.samples is not None:
+        run.samples.write(step, rollouts)
     with timer("update"):
         update = stages.update(run, rollouts, step)
     with timer("sync"):
@@ -356,6 +359,8 @@ def run(config: Config, out=sys.stdout) -> Path:
     logger = None
     if main:  # metrics, progress and the summary come from rank 0 only
         logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
+        if cfg.run.log_samples:
+            state.samples = SampleLog(state.folder, state.tokenizer, start - 1)
     progress = Progress(out if main else io.StringIO(), cfg.run.steps)
     state.on_stage = progress.stage
     for report in state.imports or ():

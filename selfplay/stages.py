@@ -43,7 +43,7 @@ from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.canonical import canonical_program
 from selfplay.proposer.layout import proposal_regexes
-from selfplay.solver import parse_answer, reply, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
@@ -241,7 +241,8 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
         if not tasks:
             continue
         prompts = [solver_prompt(task, cfg.roles) for _, task in tasks]
-        params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=ANSWER_STOP)
+        stop = solver_stop(cfg.roles)
+        params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=stop)
         for (task_id, task), prompt, generation in zip(
             tasks,
             prompts,

@@ -189,6 +189,12 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
                 counts[key.split("/")[1]] += int(value)
     assert counts["answers"] > 0
     assert f"judged correct: {counts['correct']} of {counts['answers']}" in text
+    samples = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    assert {s["step"] for s in samples} == {1, 2}
+    assert {s["role"] for s in samples} <= {"propose", "solve"}
+    metrics = read_metrics(folder)
+    assert len(samples) == sum(m["reward/rollouts"] for m in metrics)
+    assert all(isinstance(s["text"], str) and s["tokens"] > 0 for s in samples)
     assert (folder / "config.yaml").exists() and (folder / "tensorboard").is_dir()
     assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
     # running again finds the run finished
@@ -220,6 +226,10 @@ def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     steps = [m["step"] for m in read_metrics(folder)]
     assert steps == [1, 2, 3, 4], steps  # each step once, lost ones dropped and redone
+    # the samples of a lost step are dropped too: each step's rollouts appear once
+    lines = (folder / "samples.jsonl").read_text().splitlines()
+    per_step = [sum(json.loads(line)["step"] == s for line in lines) for s in steps]
+    assert per_step == [int(m["reward/rollouts"]) for m in read_metrics(folder)]
     store = TaskStore.open(str(folder / "pool.sqlite"), "test", config.curriculum)
     from selfplay.curriculum.schema import Attempt
 

@@ -10,7 +10,7 @@ from selfplay.config import RolesConfig
 from selfplay.executor import Executor
 from selfplay.executor.modules import ALLOWED_MODULES
 from selfplay.proposer import parse_proposal, proposer_prompt, task_from
-from selfplay.solver import parse_answer, reply, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.types import ParseFailure, Task, Verdict
 
 SORT = Task("deduction", "def f(xs):\n    return sorted(xs)", ("[9, 5, 7]",), ("[5, 7, 9]",))
@@ -83,6 +83,25 @@ def test_a_prefilled_solver_reply_opens_the_answer_layout():
     assert solver_prompt(COUNT, filled_roles)[-1].content == "<answer>\n```python\n"
     thinking = solver_prompt(SORT, RolesConfig(think=True, prefill=True))
     assert thinking[-1].content == "<think>\n"
+
+
+def test_a_prefilled_answer_ends_at_its_closing_fence():
+    """Generation stops where the answer block closes, and the reply cut there (the engine
+    drops the stop string from the text) reads as the whole reply does."""
+    filled = RolesConfig(think=False, prefill=True)
+    assert solver_stop(filled) == ("</answer>", "\n```")
+    assert solver_stop(RolesConfig(think=True, prefill=True)) == ("</answer>",)
+    assert solver_stop(RolesConfig(think=False)) == ("</answer>",)
+    answers = {
+        SORT: "[5, 7, 9]",
+        dataclasses.replace(SORT, type="abduction"): "[9, 5, 7]",
+        COUNT: "def f(s):\n    return len(s)",
+    }
+    for task, answer in answers.items():
+        prompt = solver_prompt(task, filled)
+        whole = parse_answer(reply(prompt, f"{answer}\n```\n</answer>"), task.type)
+        cut = parse_answer(reply(prompt, f"{answer}"), task.type)
+        assert whole == cut and cut.text == answer
 
 
 def test_task_from_needs_every_run_valid():

@@ -6,9 +6,10 @@ token Jaccard similarity to every kept one stays at most `reference_max_similari
 are compared by their sets of identifier and operator tokens, with every number and string
 literal counted as one and the same token: cheap, and a copy that only changes constants is
 then a near-duplicate, while a different idea shares few tokens. If the threshold leaves
-fewer than K, the least similar of the rest fill the prompt. When fewer than K tasks have a
-positive weight (a young or fully solved pool), every task of the allowed types is a
-candidate, uniformly.
+fewer than K, the least similar of the rest fill the prompt; no task is shown twice, so a
+pool of fewer than K tasks gives fewer references. When fewer than K tasks have a positive
+weight (a young or fully solved pool), every task of the allowed types is a candidate,
+uniformly.
 """
 
 from __future__ import annotations
@@ -53,9 +54,11 @@ def choose_references(store, n_prompts: int, step: int, k: int, types, salt: int
 
 
 def _diverse(candidates: list[int], shape: dict, k: int, limit: float) -> list[int]:
+    """Up to k distinct tasks of `candidates` (a draw with replacement): a pool of one task
+    shows it once, not k times."""
     kept: list[int] = []
     rest: list[tuple[float, int, int]] = []
-    for order, task_id in enumerate(candidates):
+    for order, task_id in enumerate(dict.fromkeys(candidates)):
         closest = max((jaccard(shape[task_id], shape[j]) for j in kept), default=0.0)
         if closest <= limit and len(kept) < k:
             kept.append(task_id)

@@ -22,7 +22,7 @@ from selfplay.datasets.files import data_root, records
 from selfplay.eval import cruxeval_formats, harness
 from selfplay.eval.harness import Sample
 from selfplay.judge import Judge
-from selfplay.solver import parse_answer, reply, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.types import Answer, ParseFailure, Task
 
 __all__ = ["Problem", "load_problems", "evaluate", "PROMPT_FORMATS"]
@@ -81,8 +81,8 @@ def evaluate(
     if prompt_format not in PROMPT_FORMATS:
         raise ValueError(f"prompt format {prompt_format!r}: choose from {PROMPT_FORMATS}")
     judge = replace(judge, inputs="expression")
-    if prompt_format != "selfplay":
-        params = replace(params, stop=cruxeval_formats.STOP)
+    stop = solver_stop(roles) if prompt_format == "selfplay" else cruxeval_formats.STOP
+    params = replace(params, stop=stop)
     metrics, items = {}, []
     for subset, kind in SUBSETS.items():
         scores, rows = _evaluate_subset(

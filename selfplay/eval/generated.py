@@ -13,11 +13,11 @@ with `subset`, `id`, `answer`, `correct` and `reason`, as CRUXEval's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from selfplay.datasets.generated import generated_tasks
 from selfplay.eval import harness
-from selfplay.solver import parse_answer, reply, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.types import Answer, ParseFailure, Task
 
 __all__ = ["DEFAULT_PROBLEMS", "KINDS", "Problem", "evaluate", "load_problems"]
@@ -48,6 +48,7 @@ def evaluate(
     engine, judge, problems: list[Problem], roles, params, ks: tuple[int, ...] = (1,)
 ) -> tuple[dict[str, float], list[dict]]:
     """(metrics, per-sample records) for both kinds; `params` are the SamplingParams."""
+    params = replace(params, stop=solver_stop(roles))
     metrics, items = {}, []
     for kind in KINDS:
         own = [p for p in problems if p.task.type == kind]

@@ -12,10 +12,12 @@ from selfplay.solver.prompts import (
     mbpp_prompt,
     reply,
     solver_prompt,
+    solver_stop,
 )
 
 __all__ = [
     "solver_prompt",
+    "solver_stop",
     "reply",
     "parse_answer",
     "math_prompt",

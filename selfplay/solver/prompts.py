@@ -10,10 +10,18 @@ import ast
 from selfplay.config import RolesConfig
 from selfplay.engine.base import Chat, chat
 from selfplay.engine.template import begun
+from selfplay.extract import ANSWER_STOP
 from selfplay.proposer.prompts import LITERALS, SYSTEM, VALUE_TYPES, answer_format, rules
 from selfplay.types import Task
 
-__all__ = ["solver_prompt", "reply", "math_prompt", "humaneval_prompt", "mbpp_prompt"]
+__all__ = [
+    "solver_prompt",
+    "solver_stop",
+    "reply",
+    "math_prompt",
+    "humaneval_prompt",
+    "mbpp_prompt",
+]
 
 MATH_SYSTEM = "You are a careful mathematician who solves problems step by step."
 
@@ -31,6 +39,20 @@ def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
 
 # The code fence each answer opens with (see the layouts in `_deduction` and the others).
 _FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
+
+# The line that closes the answer's code block.
+CLOSING_FENCE = "\n```"
+
+
+def solver_stop(roles: RolesConfig | None = None) -> tuple[str, ...]:
+    """Where the solver's generation ends: at `</answer>`, and, when the reply begins inside
+    the answer's code block (`roles.prefill` without thinking), at the block's closing fence,
+    since nothing after it is read. A model that does not close its answer section must not
+    spend tokens, or be trained, on what it writes there: the coder model, after 16 steps of
+    self-play, wrote its answer and then the fence again until the token limit, every answer
+    256 tokens long, each one reinforced with its answer's reward."""
+    roles = roles or RolesConfig()
+    return (*ANSWER_STOP, CLOSING_FENCE) if roles.prefill and not roles.think else ANSWER_STOP
 
 
 def reply(prompt: Chat, text: str) -> str:

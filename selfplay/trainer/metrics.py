@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["MetricsLogger"]
+__all__ = ["MetricsLogger", "SampleLog", "read_metrics"]
 
 
 class MetricsLogger:
@@ -50,20 +50,7 @@ class MetricsLogger:
             )
 
     def _truncate_after(self, step: int) -> None:
-        """Keep only the lines of steps <= `step` (and drop a half-written last line)."""
-        if not self.path.exists():
-            return
-        kept = []
-        for line in self.path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("step", math.inf) <= step:
-                kept.append(line)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(line + "\n" for line in kept))
-        os.replace(tmp, self.path)
+        _keep_steps(self.path, step)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         clean = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
@@ -81,6 +68,55 @@ class MetricsLogger:
             self.writer.close()
         if self.wandb is not None:
             self.wandb.finish()
+
+
+class SampleLog:
+    """Every rollout of every step in `samples.jsonl` of the run folder, a JSON line each:
+    `step`, `role`, `type` (task type), `group` (the prompt it was sampled from), `tokens`,
+    `reward`, `advantage` and the completion's `text`, so that what the model wrote, and what
+    it was rewarded for, can be read back (`run.log_samples`). Like the metrics, lines of steps
+    lost to an interruption are dropped when the run resumes."""
+
+    def __init__(self, run_dir: Path, tokenizer, resume_step: int = 0):
+        self.path = Path(run_dir) / "samples.jsonl"
+        self.tokenizer = tokenizer
+        _keep_steps(self.path, resume_step)
+
+    def write(self, step: int, rollouts) -> None:
+        lines = [
+            json.dumps(
+                {
+                    "step": step,
+                    "role": r.role,
+                    "type": r.task_type,
+                    "group": r.group,
+                    "tokens": len(r.completion_ids),
+                    "reward": r.reward,
+                    "advantage": round(r.advantage, 6),
+                    "text": self.tokenizer.decode(r.completion_ids, skip_special_tokens=True),
+                }
+            )
+            for r in rollouts
+        ]
+        with self.path.open("a") as f:
+            f.write("".join(line + "\n" for line in lines))
+
+
+def _keep_steps(path: Path, step: int) -> None:
+    """Keep only the lines of steps <= `step` (and drop a half-written last line)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("step", math.inf) <= step:
+            kept.append(line)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    os.replace(tmp, path)
 
 
 def read_metrics(run_dir: Path) -> list[dict]:

@@ -129,7 +129,7 @@ def collate(
             positions[r_index, at : at + n] = torch.arange(len(prompt), len(prompt) + n)
             segment[r_index, at : at + n] = j + 1
             # token 0 is predicted by the prompt's last position, token t by the one before it
-            predictors = [width - area - 1, *range(at, at + n - 1)]
+            predictors = [width - area - 1, *range(at, at + n - 1)][:n]
             row[b] = r_index
             source[b, :n] = torch.tensor(predictors) - (width - keep)
             targets[b, :n] = torch.tensor(completion)

@@ -121,6 +121,13 @@ def test_references_are_diverse_and_prefer_the_frontier(store_url, config):
         assert dupes
 
 
+def test_a_pool_smaller_than_k_shows_each_task_once(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        [only] = store.add_tasks([task(1)], Provenance()).ids
+        refs = store.references(3, step=1, k=2)
+        assert [[t.id for t in prompt] for prompt in refs] == [[only]] * 3
+
+
 def test_weighted_sample_matches_its_weights():
     rng = np.random.default_rng(0)
     weights = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
