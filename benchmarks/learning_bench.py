@@ -2,8 +2,9 @@
 
     python benchmarks/learning_bench.py --quick                       # SmolLM2-135M, 22 minutes
     python benchmarks/learning_bench.py --quick --level standard --lr 1.5e-4 \
-        model.name=qwen2.5-coder-0.5b-instruct trainer.lora.rank=16 \
-        trainer.gradient_checkpointing=true engine.vllm_gpu_memory_utilization=0.4  # 12 minutes
+        model.name=qwen2.5-coder-0.5b-instruct trainer.lora.rank=16 trainer.lora.alpha=32 \
+        trainer.mixed_precision=bf16 trainer.gradient_checkpointing=true \
+        engine.vllm_gpu_memory_utilization=0.4  # 12 minutes
 
 The solver is trained on the train split of a generated deduction family
 (`selfplay.datasets.generated`: predict the output of a short templated program) and a

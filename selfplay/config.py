@@ -401,7 +401,7 @@ class TrainerConfig(Checked):
     max_grad_norm: float = knob(1.0, "gradient clipping by global norm")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = knob(
         "auto",
-        "mixed precision of the update; auto: bf16 on GPUs and CPUs that compute it natively",
+        "mixed precision of the update; auto: bf16 on GPUs that have it, float32 on CPUs",
     )
     gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
     lora: LoraConfig = section(LoraConfig, "LoRA adapters instead of full fine-tuning")

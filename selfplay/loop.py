@@ -37,7 +37,7 @@ from selfplay.config import Config, to_dict
 from selfplay.curriculum import Provenance
 from selfplay.distributed import Ranks, SharedStore
 from selfplay.engine import make_engine, resolve_backend
-from selfplay.engine.model import cpu_has_bf16, load_model
+from selfplay.engine.model import load_model
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.progress import Progress
@@ -309,14 +309,17 @@ def _set_threads(setting: int, ranks: Ranks) -> None:
 
 
 def _mixed_precision(setting: str) -> str:
-    """auto: bf16 autocast on a GPU that has it and on a CPU that computes bfloat16 natively
-    (AVX512-BF16 or AMX), where it made a CPU update 1.2-1.6x faster; the weights, gradients
-    and optimizer state stay float32 either way."""
+    """auto: bf16 autocast on a GPU that has it, float32 on a CPU. On a CPU that computes
+    bfloat16 natively (AVX512-BF16) bf16 made the update 1.2x faster, but the learning
+    benchmark's reduced run of SmolLM2 (full fine-tuning, 8 x 8 answers a step) fell from 1 of
+    16 train tasks to 0 under it where float32 rose to 3 of 16: ask for it (`bf16`) where a
+    benchmark shows it learns, as for the coder model with LoRA (recipes/cpu_learn.yaml). The
+    weights, gradients and optimizer state stay float32 either way."""
     if setting != "auto":
         return setting
     if torch.cuda.is_available():
         return "bf16" if torch.cuda.is_bf16_supported() else "no"
-    return "bf16" if cpu_has_bf16() and not torch.backends.mps.is_available() else "no"
+    return "no"
 
 
 # AZR's seed task (program, input): the pool's first task in zero-data mode
