@@ -52,10 +52,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Sizes of --quick, for 30 minutes on 2 CPU cores (vLLM backend, SmolLM2, prefilled replies):
-# a step of 8 x 8 answers of up to 32 tokens takes 90-110 s (generation 10-15 s, the update of
-# ~15,000 prompt and completion tokens the rest), the two greedy passes over 300 items 2-3
-# minutes each.
+# Sizes of --quick, for well under 30 minutes on 2 CPU cores (vLLM backend, SmolLM2, prefilled
+# replies): a step of 8 x 8 answers of up to 32 tokens takes 5-25 s, the two greedy passes over
+# 300 items about 2 minutes each.
 QUICK = {
     "steps": 12,
     "tasks": 8,
