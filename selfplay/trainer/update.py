@@ -284,23 +284,12 @@ def policy_update(
                 if padding:
                     batch.mask.zero_()
                 batch = batch.to(accelerator.device)
-                last = k == len(micro) - 1
-                ref_logp = None
-                if config.kl_coef > 0:
-                    with torch.no_grad():
-                        ref_logp, _ = token_logprobs(reference, batch, temperature)
-                with contextlib.nullcontext() if last else accelerator.no_sync(model):
-                    logp, entropy = token_logprobs(model, batch, temperature)
-                    loss, stats = policy_loss(
-                        logp,
-                        batch.old_logp,
-                        batch.advantages,
-                        batch.mask,
-                        config,
-                        ref_logp=ref_logp,
-                        denominator=denominator,
-                    )
-                    accelerator.backward(loss * share.world_size)
+                sync = k == len(micro) - 1  # DDP averages gradients on the last micro-batch
+                with contextlib.nullcontext() if sync else accelerator.no_sync(model):
+                    loss, stats, entropy = _backward(
+                        accelerator, model, reference, batch, config, temperature, denominator,
+                        share.world_size,
+                    )  # fmt: skip
                 micro_count += 1
                 # the loss and KL of a micro-batch are parts of the mini-batch's (same
                 # denominator): scaled so that their average over micro-batches is the whole
@@ -328,6 +317,27 @@ def policy_update(
     out.update(_token_counts(rollouts, advantages, skippable))
     out["lr"] = lr
     return out
+
+
+def _backward(accelerator, model, reference, batch, config, temperature, denominator, world):
+    """One micro-batch's loss, backpropagated (scaled by the world size, as DDP averages):
+    (loss, statistics, per-token entropy)."""
+    ref_logp = None
+    if config.kl_coef > 0:
+        with torch.no_grad():
+            ref_logp, _ = token_logprobs(reference, batch, temperature)
+    logp, entropy = token_logprobs(model, batch, temperature)
+    loss, stats = policy_loss(
+        logp,
+        batch.old_logp,
+        batch.advantages,
+        batch.mask,
+        config,
+        ref_logp=ref_logp,
+        denominator=denominator,
+    )
+    accelerator.backward(loss * world)
+    return loss, stats, entropy
 
 
 def _token_counts(rollouts, advantages, skippable: bool) -> dict[str, float]:
