@@ -429,7 +429,9 @@ class RunConfig(Checked):
     )
     checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
     keep_checkpoints: int = knob(2, "checkpoints kept on disk")
-    eval_every: int = knob(0, "evaluate every this many steps and before the first (0 = never)")
+    eval_every: int = knob(
+        0, "evaluate every this many steps, before the first and after the last (0 = never)"
+    )
     eval_benchmarks: tuple[EvalBenchmark, ...] = knob(
         ("cruxeval",), "benchmarks of the in-loop evaluation"
     )

@@ -33,7 +33,7 @@ import torch
 import yaml
 
 from selfplay import semi, stages
-from selfplay.config import Config, to_dict
+from selfplay.config import Config, RunConfig, to_dict
 from selfplay.curriculum import Provenance
 from selfplay.distributed import Ranks, SharedStore
 from selfplay.engine import make_engine, resolve_backend
@@ -379,7 +379,7 @@ def run(config: Config, out=sys.stdout) -> Path:
         for step in range(start, cfg.run.steps + 1):
             metrics = run_step(state, step)
             metrics["run/world_size"] = float(state.ranks.world_size)
-            if cfg.run.eval_every and step % cfg.run.eval_every == 0 and main:
+            if main and _evaluates_after(cfg.run, step):
                 metrics.update(_evaluate(state, step))
             if main:
                 logger.log(step, metrics)
@@ -392,6 +392,12 @@ def run(config: Config, out=sys.stdout) -> Path:
             logger.close()
         close_run(state)
     return state.folder
+
+
+def _evaluates_after(run: RunConfig, step: int) -> bool:
+    """Whether the run evaluates after `step`: every `eval_every` steps and after the last, so
+    that the last evaluation is of the weights the run ends with, whatever the step count."""
+    return bool(run.eval_every) and (step % run.eval_every == 0 or step == run.steps)
 
 
 def _evaluate(state: Run, step: int) -> dict[str, float]:

@@ -87,6 +87,15 @@ def test_a_run_evaluates_before_its_first_step_and_every_eval_every(tmp_path, ti
     ]
 
 
+def test_a_run_evaluates_after_its_last_step_whatever_the_step_count():
+    from selfplay.config import RunConfig
+    from selfplay.loop import _evaluates_after
+
+    run = RunConfig(steps=5, eval_every=2)
+    assert [s for s in range(1, 6) if _evaluates_after(run, s)] == [2, 4, 5]
+    assert not any(_evaluates_after(RunConfig(steps=5, eval_every=0), s) for s in range(1, 6))
+
+
 def test_unknown_benchmarks_are_refused():
     with pytest.raises(ConfigError, match="choose from"):
         load(None, ["run.eval_benchmarks=[cruxeval, gsm9k]"])
