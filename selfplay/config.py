@@ -298,6 +298,11 @@ class GenerationConfig(Checked):
         "keep proposals inside their layout (a regex per task type; vLLM structured output, "
         "refused by the transformers backend)",
     )
+    constrained_answers: bool = knob(
+        False,
+        "keep solver answers in their notation: a literal in quotes or brackets, a `def f(` "
+        "block (a regex per task type; vLLM structured output, refused by transformers)",
+    )
 
     def check(self) -> None:
         positive(self, "max_new_tokens", "samples")

@@ -44,6 +44,7 @@ from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, pro
 from selfplay.proposer.canonical import canonical_program
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
+from selfplay.solver.layout import answer_regexes
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
@@ -243,6 +244,7 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
         prompts = [solver_prompt(task, cfg.roles) for _, task in tasks]
         stop = solver_stop(cfg.roles)
         params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=stop)
+        params = replace(params, regex=answer_regexes(cfg, [task.type for _, task in tasks]))
         for (task_id, task), prompt, generation in zip(
             tasks,
             prompts,

@@ -214,3 +214,25 @@ def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_
     rates = (0.5, 0.5)
     rollouts = stages.reward(run, first, rates, ())
     assert [r.reward for r in rollouts] == [0.5, 0.0]  # reward.proposer_duplicate=0
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_run, constrained):
+    from selfplay.solver.layout import answer_regex
+
+    run, _ = make_run([f"generation.constrained_answers={str(constrained).lower()}"])
+    asked = []
+    generate = run.engine.generate
+    run.engine.generate = lambda prompts, params: asked.append(params) or generate(prompts, params)
+    stored = stages.store_tasks(
+        run, stages.validate(run, (proposed(0, "abduction", TRIPLE, "4"),)), 1
+    )
+    batch, _ = stages.sample(run, 1)
+    stages.solve(run, stored, batch, 1)
+    estimate, train = asked
+    if not constrained:
+        assert estimate.regex is None and train.regex is None
+        return
+    assert estimate.regex == (answer_regex("abduction", run.config.roles),)
+    kinds = [t.task.type for t in batch.tasks]
+    assert train.regex == tuple(answer_regex(k, run.config.roles) for k in kinds)

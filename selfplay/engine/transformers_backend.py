@@ -67,8 +67,9 @@ class TransformersEngine:
     def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
         if params.regex is not None:
             raise ValueError(
-                "format-constrained generation (generation.constrained_proposals) needs the "
-                "vLLM backend (engine.backend=vllm); the transformers backend cannot constrain"
+                "format-constrained generation (generation.constrained_proposals or "
+                "constrained_answers) needs the vLLM backend (engine.backend=vllm); the "
+                "transformers backend cannot constrain"
             )
         ids = [prompt_ids(self.tokenizer, p, self.template) for p in prompts]
         longest = max((len(x) for x in ids), default=0)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from selfplay.config import RolesConfig
 from selfplay.types import TaskType
 
-__all__ = ["proposal_regex", "proposal_regexes", "think_limit"]
+__all__ = ["proposal_regex", "proposal_regexes", "program_regex", "think_limit"]
 
 CHARS_PER_TOKEN = 4  # about, in English and code, for the tokenizers of the models we use
 # A top-level line of a program without test code: a definition's first line, an indented or
@@ -45,7 +45,7 @@ _OPEN = r"```python\n"
 _FENCE_END = r"```\n"
 
 
-def _program(definition: str) -> str:
+def program_regex(definition: str) -> str:
     """Program lines, one of which starts with `definition` (the head of `def f`)."""
     return rf"(?:{_PROGRAM_LINE})*{definition}[^\n]*\n(?:{_PROGRAM_LINE})*"
 
@@ -61,9 +61,9 @@ def proposal_regex(
         body = rf"{_OPEN}(?:#[^\n]*\n)?(?:{_CALL}){{{low},{high}}}{_FENCE_END}"
     elif task_type == "math":
         problem = rf"```problem\n(?:[^`\n][^\n]*\n)+{_FENCE_END}"
-        body = problem + _OPEN + _program(r"def f\(\)") + _FENCE_END
+        body = problem + _OPEN + program_regex(r"def f\(\)") + _FENCE_END
     else:
-        body = _OPEN + _program(r"def f\(") + _CALL + _FENCE_END
+        body = _OPEN + program_regex(r"def f\(") + _CALL + _FENCE_END
     head = rf"<think>\n[^<]{{0,{think_chars}}}</think>\n" if roles.think else ""
     return rf"{head}<answer>\n{body}</answer>"
 
