@@ -136,8 +136,27 @@ def _resolved(config: Config, folder: Path) -> Config:
     store = config.curriculum.store
     if store == type(config.curriculum)().store:
         store = str(folder / "pool.sqlite")
-    engine = replace(config.engine, backend=resolve_backend(config.engine.backend))
-    return replace(config, curriculum=replace(config.curriculum, store=store), engine=engine)
+    asked = config.engine.backend
+    engine = replace(config.engine, backend=resolve_backend(asked))
+    config = replace(config, curriculum=replace(config.curriculum, store=store), engine=engine)
+    return _unconstrained_on_fallback(config) if asked == "auto" else config
+
+
+def _unconstrained_on_fallback(config: Config) -> Config:
+    """`engine.backend=auto` without vLLM: the transformers backend cannot constrain, so a
+    recipe that asks for constrained generation runs without it, and says so in one line."""
+    g = config.generation
+    if config.engine.backend != "transformers" or not (
+        g.constrained_proposals or g.constrained_answers
+    ):
+        return config
+    print(
+        "without vLLM, proposals and answers are generated unconstrained "
+        "(generation.constrained_proposals and constrained_answers need vLLM)",
+        file=sys.stderr,
+    )
+    off = replace(g, constrained_proposals=False, constrained_answers=False)
+    return replace(config, generation=off)
 
 
 def _save_config(config: Config, folder: Path) -> None:

@@ -68,6 +68,26 @@ def test_auto_backend_is_vllm_where_it_imports_else_transformers_with_a_notice(m
     assert resolve_backend("transformers", notice) == "transformers"
 
 
+def test_a_recipe_asking_for_constrained_generation_runs_unconstrained_without_vllm(
+    monkeypatch, tmp_path, capsys
+):
+    from selfplay.config import load
+    from selfplay.engine import vllm_backend
+    from selfplay.loop import _resolved
+
+    constrained = ["generation.constrained_proposals=true", "generation.constrained_answers=true"]
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)
+    config = _resolved(load(None, constrained), tmp_path)
+    assert config.engine.backend == "transformers"
+    assert not config.generation.constrained_proposals
+    assert not config.generation.constrained_answers
+    assert "generated unconstrained" in capsys.readouterr().err
+    named = _resolved(load(None, [*constrained, "engine.backend=transformers"]), tmp_path)
+    assert named.generation.constrained_answers  # asked by name: the engine refuses, clearly
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
+    assert _resolved(load(None, constrained), tmp_path).generation.constrained_proposals
+
+
 def test_max_model_len_is_cut_to_the_model_context_window_with_a_notice(
     tiny_model, smol_tokenizer, capsys
 ):
