@@ -29,6 +29,7 @@ records, over the whole step.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -130,7 +131,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
                     group,
                     generation.prompt_token_ids,
                     c.token_ids,
-                    c.logprobs,
+                    policy_logprobs(c, params),
                     refs,
                     parsed,
                 )
@@ -261,12 +262,23 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
                         group,
                         generation.prompt_token_ids,
                         c.token_ids,
-                        c.logprobs,
+                        policy_logprobs(c, params),
                         parsed,
                     )
                 )
             group += 1
     return tuple(attempted)
+
+
+def policy_logprobs(completion, params) -> tuple[float, ...]:
+    """The completion's log-probabilities under the policy that sampled it, as far as the
+    engine knows them. Format-constrained generation masks the tokens outside the layout, so
+    the engine's are those of the masked, renormalised distribution (the token the layout
+    forced has log-probability 0, whatever the policy gave it): none are given then (NaN), and
+    the update takes the policy's own (`policy_loss`)."""
+    if params.regex is None:
+        return completion.logprobs
+    return (math.nan,) * len(completion.logprobs)
 
 
 def verify(run: Run, attempted: tuple[Attempted, ...], step: int) -> tuple[Judged, ...]:

@@ -242,7 +242,9 @@ class Rollout:
     group: int  # the completions sampled for one prompt share a group (GRPO's baseline)
     prompt_ids: tuple[int, ...]
     completion_ids: tuple[int, ...]
-    logprobs: tuple[float, ...]  # of each completion token under the policy that sampled it
+    # of each completion token under the policy that sampled it; NaN where unknown (a
+    # format-constrained sample: see `stages.policy_logprobs`)
+    logprobs: tuple[float, ...]
     reward: float
     advantage: float = 0.0
 

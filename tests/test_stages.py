@@ -9,6 +9,8 @@ was shown.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from selfplay import stages
@@ -218,7 +220,7 @@ def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_
 
 @pytest.mark.parametrize("constrained", [False, True])
 def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_run, constrained):
-    from selfplay.solver.layout import answer_regex
+    from selfplay.solver.layout import answer_regexes
 
     run, _ = make_run([f"generation.constrained_answers={str(constrained).lower()}"])
     asked = []
@@ -228,11 +230,15 @@ def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_r
         run, stages.validate(run, (proposed(0, "abduction", TRIPLE, "4"),)), 1
     )
     batch, _ = stages.sample(run, 1)
-    stages.solve(run, stored, batch, 1)
-    estimate, train = asked
+    attempted = stages.solve(run, stored, batch, 1)
+    estimate, train = asked[-2:]
+    logprobs = [x for a in attempted for x in a.logprobs]
     if not constrained:
         assert estimate.regex is None and train.regex is None
+        assert logprobs and not any(math.isnan(x) for x in logprobs)
         return
-    assert estimate.regex == (answer_regex("abduction", run.config.roles),)
+    assert estimate.regex == answer_regexes(run.config, ["abduction"])
     kinds = [t.task.type for t in batch.tasks]
-    assert train.regex == tuple(answer_regex(k, run.config.roles) for k in kinds)
+    assert train.regex == answer_regexes(run.config, kinds)
+    # the engine's log-probabilities are the constrained distribution's: the update scores them
+    assert logprobs and all(math.isnan(x) for x in logprobs)

@@ -6,6 +6,10 @@ sampled the token:
 
     l_it = -min(rho_it * A_i, clip(rho_it, 1 - eps_low, 1 + eps_high) * A_i)
 
+Where the sampling policy's log-probability is unknown (NaN: a format-constrained sample, whose
+engine log-probabilities are of the constrained distribution), logp_old is logp_new itself,
+detached: rho = 1 and the token's term is the plain policy gradient -A_i * logp_new_it.
+
 Separate low and high clip ranges (eps_high > eps_low, "clip-higher") leave more room to raise
 the probability of unlikely tokens with positive advantage, which keeps entropy from collapsing.
 
@@ -63,6 +67,7 @@ def policy_loss(
     statistics."""
     mask = mask.to(new_logp.dtype)
     advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
+    old_logp = torch.where(old_logp.isnan(), new_logp.detach(), old_logp)
     log_ratio = new_logp - old_logp
     ratio = torch.exp(log_ratio)
     unclipped = ratio * advantage

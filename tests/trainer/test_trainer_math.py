@@ -113,3 +113,22 @@ def test_gradient_points_towards_positive_advantage():
     )
     loss.backward()
     assert logits.grad[0, 0] < 0 < logits.grad[0, 1]  # descending raises token 0's logit
+
+
+def test_an_unknown_sampling_logprob_gives_the_plain_policy_gradient():
+    """A format-constrained token (NaN old log-probability, see `stages.policy_logprobs`): the
+    engine's 0.0 (the layout forced it) would make the ratio 0.05 and clip a negative
+    advantage's gradient away; NaN makes it 1, with the gradient of -A * logp."""
+    for advantage in (1.0, -1.0):
+        logits = torch.log(torch.tensor([[0.05, 0.95]])).requires_grad_(True)
+        logp = torch.log_softmax(logits, -1)[:, :1]  # the sampled (forced) token is token 0
+        adv = torch.tensor([advantage])
+        loss, stats = policy_loss(logp, torch.full((1, 1), math.nan), adv, torch.ones(1, 1),
+                                  TrainerConfig())  # fmt: skip
+        assert stats["ratio_mean"] == pytest.approx(1.0) and stats["clip_fraction"] == 0.0
+        (grad,) = torch.autograd.grad(loss, logits, retain_graph=True)
+        expected = torch.autograd.grad(-advantage * logp.sum(), logits, retain_graph=True)[0]
+        assert torch.allclose(grad, expected)
+        engine, _ = policy_loss(logp, torch.zeros(1, 1), adv, torch.ones(1, 1), TrainerConfig())
+        if advantage < 0:  # what the engine's constrained log-probability did
+            assert torch.autograd.grad(engine, logits)[0].abs().max() == 0
