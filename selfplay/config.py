@@ -300,8 +300,10 @@ class GenerationConfig(Checked):
     )
     constrained_answers: bool = knob(
         False,
-        "keep solver answers in their notation: a literal in quotes or brackets, a `def f(` "
-        "block (a regex per task type; vLLM structured output, refused by transformers)",
+        "keep solver answers in their notation: a deduction value or abduction arguments "
+        "written as literals (strings in quotes), a `def f(` block, a closed \\boxed{} (a "
+        "regex per task type, selfplay/solver/layout.py; vLLM structured output, refused by "
+        "the transformers backend)",
     )
 
     def check(self) -> None:

@@ -150,9 +150,10 @@ def _unconstrained_on_fallback(config: Config) -> Config:
         g.constrained_proposals or g.constrained_answers
     ):
         return config
+    asked = [k for k in ("constrained_proposals", "constrained_answers") if getattr(g, k)]
     print(
-        "without vLLM, proposals and answers are generated unconstrained "
-        "(generation.constrained_proposals and constrained_answers need vLLM)",
+        f"without vLLM, generation.{' and '.join(asked)} is off "
+        "(it needs vLLM's structured output)",
         file=sys.stderr,
     )
     off = replace(g, constrained_proposals=False, constrained_answers=False)

@@ -17,7 +17,7 @@ import pytest
 
 from selfplay.config import RolesConfig, load
 from selfplay.proposer.layout import think_limit
-from selfplay.solver import parse_answer, reply, solver_prompt
+from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regex, answer_regexes
 from selfplay.types import Answer, Task
 from tests.conftest import require_data
@@ -37,16 +37,24 @@ def written(value: str, kind: str, roles: RolesConfig) -> tuple[str, str]:
     return whole, whole[len(opening) :]
 
 
+def returned(completion: str, roles: RolesConfig) -> str:
+    """The completion as the engine returns it: cut before the first stop string."""
+    at = min((completion.find(s) for s in solver_stop(roles) if s in completion), default=None)
+    return completion if at is None else completion[:at]
+
+
 def assert_fits(value: str, kind: str) -> None:
     for roles in SETTINGS:
         whole, completion = written(value, kind, roles)
         assert re.fullmatch(answer_regex(kind, roles), completion), (roles, completion)
-        assert parse_answer(whole, kind) == Answer(kind, value.strip()), (roles, whole)
+        read = whole[: len(whole) - len(completion)] + returned(completion, roles)
+        assert parse_answer(read, kind) == Answer(kind, value.strip()), (roles, read)
 
 
 @pytest.mark.parametrize(
     "value",
     ["'Hello World'", "r'a\\tb'", '"it\'s"', "'a\\'b'", "b'xy'", "-3", "0.5", "-.5", "1e-3", "True", "None",
+     "float('inf')", "-float('inf')", "float('nan')",
      "[1, 'a']", "(1,)", "{'a': 1}", "set()", "frozenset({1})", "{1, 2}"],
 )  # fmt: skip
 def test_literals_fit_the_deduction_layout(value):
@@ -54,20 +62,26 @@ def test_literals_fit_the_deduction_layout(value):
 
 
 def literals(arguments: str) -> bool:
+    """Whether `arguments` are the arguments of a call written as literals only."""
     try:
-        return bool(arguments.strip()) and bool(ast.literal_eval(f"({arguments},)") or True)
+        ast.literal_eval(f"[{arguments}]")
     except (SyntaxError, ValueError):
         return False
+    return bool(arguments.strip())
 
 
 def test_every_cruxeval_answer_fits_its_layout_and_reads_back():
     path = require_data("cruxeval/cruxeval.jsonl")
     problems = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert len(problems) == 800
+    inputs = [p["input"] for p in problems if literals(p["input"])]
+    # 12 inputs are not literals, as the solver prompt asks (`dict(e=1)`, `range(100, 120)`,
+    # a name), and one `f` takes no arguments
+    assert len(inputs) == 787
     for p in problems:
         assert_fits(p["output"], "deduction")
-        if literals(p["input"]):  # 13 are not literals, as the solver prompt asks, and
-            assert_fits(p["input"], "abduction")  # one `f` takes no arguments
+    for arguments in inputs:
+        assert_fits(arguments, "abduction")
 
 
 def test_a_program_fits_the_induction_layout():
@@ -81,18 +95,23 @@ def test_a_program_fits_the_induction_layout():
         ("deduction", "'abc' is returned\n```\n</answer>"),  # prose after the value
         ("deduction", "f('abc')\n```\n</answer>"),  # a call, not a value
         ("deduction", "'abc'\n'def'\n```\n</answer>"),  # two lines
-        ("abduction", "s='ab', n=2\n```\n</answer>"),  # keywords, not literals in order
+        ("abduction", "s='ab', n=2\n```\n</answer>"),  # a keyword first, not a literal
         ("induction", "return x\n```\n</answer>"),  # no def f(
     ],
 )
 def test_the_layout_refuses_answers_that_cannot_be_right(kind, completion):
-    assert not re.fullmatch(answer_regex(kind, RolesConfig(think=False)), completion)
+    roles = RolesConfig(think=False, prefill=True)  # the completion follows the prefill
+    assert not re.fullmatch(answer_regex(kind, roles), completion)
+    right = {"deduction": "'abc'", "abduction": "'ab', 2", "induction": "def f(x):\n    return x"}
+    assert re.fullmatch(answer_regex(kind, roles), f"{right[kind]}\n```\n</answer>")
 
 
 def test_math_answers_hold_a_boxed_value():
     regex = answer_regex("math", RolesConfig(think=False))
     assert re.fullmatch(regex, "<answer>\nso \\boxed{42}\n</answer>")
-    assert not re.fullmatch(regex, "<answer>\n42\n</answer>")
+    assert re.fullmatch(regex, "<answer>\n\\boxed{\\frac{1}{2}}\n</answer>")
+    for unreadable in ("42", "\\boxed{}", "\\boxed{42"):
+        assert not re.fullmatch(regex, f"<answer>\n{unreadable}\n</answer>")
 
 
 def test_regexes_follow_the_config():
@@ -113,14 +132,14 @@ def test_smollm2_answers_constrained_in_notation_that_parses(require_vllm):
 
     from selfplay.engine import make_engine, sampling
     from selfplay.engine.model import load_model
-    from selfplay.solver import solver_stop
+    from selfplay.loop import IDENTITY_SEED
 
     config = load(None, ["engine.backend=vllm", "roles.think=false", "roles.prefill=true",
                          "generation.temperature=0.7", "generation.top_p=0.9",
                          "generation.constrained_answers=true",
                          "generation.max_new_tokens=64"])  # fmt: skip
     tasks = [
-        Task("deduction", "def f(x):\n    return x", ("'Hello World'",), ("'Hello World'",)),
+        Task("deduction", IDENTITY_SEED[0], (IDENTITY_SEED[1],), (IDENTITY_SEED[1],)),
         Task("abduction", PROGRAM, ("'ab', 2",), ("'abab'",)),
     ]
     prompts = [solver_prompt(t, config.roles) for t in tasks]

@@ -1,4 +1,5 @@
-"""The evaluation a run does before its first step and every `run.eval_every` steps.
+"""The evaluation a run does before its first step, every `run.eval_every` steps and after its
+last.
 
 Each benchmark of `run.eval_benchmarks` (CRUXEval by default; the generated family's frozen
 held-out tasks, GSM8K, MATH-500, MBPP and HumanEval as well) is scored greedily (pass@1) on its

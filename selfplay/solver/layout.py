@@ -9,14 +9,15 @@ deduction   one line, a Python literal: a string in quotes (the whole line), or 
 abduction   one line of arguments, literals only (as the prompt asks), so the line begins
             like one
 induction   one python block of definitions, among them `def f(`
-math        an answer section that holds `\\boxed{`
+math        an answer section that holds a closed `\\boxed{...}`
 
 A small model that knows the value but not the notation (SmolLM2-135M answered `f('Hello
 World')` with `Hello World`, unquoted, so never right) is kept to the notation; what it writes
 inside is its own. Every text of this shape reads back through `parse_answer`. The expression
 covers what the model writes: after the prompt's prefilled opening when `roles.prefill` begins
 the reply (inside the code block without thinking, inside `<think>` with it), the whole reply
-otherwise, with a think section (when `roles.think`) at most `think_chars` characters long.
+otherwise, with a think section (when `roles.think`) at most `think_chars` characters long
+and without `<` (as in the proposal layouts: the section ends at the first tag).
 """
 
 from __future__ import annotations
@@ -24,35 +25,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from selfplay.config import RolesConfig
-from selfplay.proposer.layout import program_regex, think_limit
+from selfplay.proposer.layout import THINK_CHARS_MOST, program_regex, think_limit
+from selfplay.solver.prompts import answer_opening
 from selfplay.types import TaskType
 
 __all__ = ["answer_regex", "answer_regexes"]
 
 # A quoted string, bytes and raw ones included, with escapes; nothing may follow it on its line.
 _STRING = r"""(?:[rR][bB]?|[bB][rR]?)?(?:'(?:[^'\\\n]|\\[^\n])*'|"(?:[^"\\\n]|\\[^\n])*")"""
-# How a literal that is not a string begins.
-_LITERAL_HEAD = r"(?:[\[({]|-?[0-9]|-?\.[0-9]|True|False|None|set\(|frozenset\()"
+# How a literal that is not a string begins (infinities and NaN as the executor writes them).
+_LITERAL_HEAD = (
+    r"(?:[\[({]|-?[0-9]|-?\.[0-9]|True|False|None|set\(|frozenset\(|-?float\(|-?inf|nan)"
+)
 _VALUE = rf"(?:{_STRING}|{_LITERAL_HEAD}[^\n]*)\n"
 _ARGUMENTS = rf"[ \t]*(?:{_STRING}|{_LITERAL_HEAD})[^\n]*\n"
-_FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
 
 
 def answer_regex(
-    task_type: TaskType, roles: RolesConfig | None = None, think_chars: int = 2048
+    task_type: TaskType, roles: RolesConfig | None = None, think_chars: int = THINK_CHARS_MOST
 ) -> str:
     """What the solver writes for a task of `task_type` as its prompt asks (see the module)."""
     roles = roles or RolesConfig()
     think = rf"[^<]{{0,{think_chars}}}</think>\n"
     if task_type == "math":  # the math prompt begins no reply
         head = rf"<think>\n{think}" if roles.think else ""
-        return rf"{head}<answer>\n[^<]*\\boxed\{{[^<]*</answer>"
+        box = r"\\boxed\{(?:[^{}<]|\{[^{}<]*\})+\}"  # closed, not empty, braces one deep
+        return rf"{head}<answer>\n[^<]*{box}[^<]*</answer>"
     content = {
         "deduction": _VALUE,
         "abduction": _ARGUMENTS,
         "induction": program_regex(r"def f\("),
     }[task_type]
-    block = rf"<answer>\n```{_FENCES[task_type]}\n"
+    block = answer_opening(task_type).replace("\n", r"\n")  # no other character is special
     rest = rf"{content}```\n</answer>"
     if roles.prefill:
         # the prompt begins the reply: inside <think>, or inside the answer's code block

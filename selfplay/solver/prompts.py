@@ -33,12 +33,18 @@ def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
     build = {"deduction": _deduction, "abduction": _abduction, "induction": _induction}
     begun = ""
     if roles.prefill:
-        begun = "<think>\n" if roles.think else f"<answer>\n```{_FENCES[task.type]}\n"
+        begun = "<think>\n" if roles.think else answer_opening(task.type)
     return chat(build[task.type](task, roles.think), SYSTEM, begun)
 
 
 # The code fence each answer opens with (see the layouts in `_deduction` and the others).
-_FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
+ANSWER_FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
+
+
+def answer_opening(task_type: str) -> str:
+    """The answer section's beginning, up to the first line of its code block."""
+    return f"<answer>\n```{ANSWER_FENCES[task_type]}\n"
+
 
 # The line that closes the answer's code block.
 CLOSING_FENCE = "\n```"

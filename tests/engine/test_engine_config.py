@@ -81,7 +81,7 @@ def test_a_recipe_asking_for_constrained_generation_runs_unconstrained_without_v
     assert config.engine.backend == "transformers"
     assert not config.generation.constrained_proposals
     assert not config.generation.constrained_answers
-    assert "generated unconstrained" in capsys.readouterr().err
+    assert "constrained_proposals and constrained_answers is off" in capsys.readouterr().err
     named = _resolved(load(None, [*constrained, "engine.backend=transformers"]), tmp_path)
     assert named.generation.constrained_answers  # asked by name: the engine refuses, clearly
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
