@@ -213,8 +213,9 @@ class _Reader:
             raise NotLiteral("calls are not literals")
         if func.id == "float" and len(node.args) == 1:
             arg = node.args[0]
-            word = arg.value.strip().lower() if isinstance(arg, ast.Constant) else None
-            if isinstance(word, str) and word in _FLOAT_WORDS:
+            text = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            word = arg.value.strip().lower() if text else None  # float(1.5) is no literal either
+            if word in _FLOAT_WORDS:
                 return _FLOAT_WORDS[word]
             raise NotLiteral("float() of something other than 'nan' or 'inf'")
         if func.id in ("set", "frozenset"):

@@ -135,6 +135,8 @@ def test_parse_literal(text, value):
         "2 ** 100000",
         "{**{}}",
         "float('1e308') * 10",
+        "float(1.5)",  # a model's answer: once an AttributeError in the trusted process
+        "float(None)",
         "set(range(3))",
         "1j",
         "...",
