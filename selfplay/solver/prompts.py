@@ -11,7 +11,7 @@ from selfplay.config import RolesConfig
 from selfplay.engine.base import Chat, chat
 from selfplay.engine.template import begun
 from selfplay.extract import ANSWER_STOP
-from selfplay.proposer.prompts import LITERALS, SYSTEM, VALUE_TYPES, answer_format, rules
+from selfplay.proposer.prompts import LITERALS, SYSTEM, answer_format, rules
 from selfplay.types import Task
 
 __all__ = [
@@ -76,7 +76,9 @@ def _deduction(task: Task, think: bool) -> str:
         [
             f"Here is a Python function:\n{_program(task)}",
             f"What does the call `f({task.input})` return? Work it out without running code.",
-            f"Write the returned value as a Python literal ({VALUE_TYPES}).",
+            # no list of types or values here: SmolLM2 answered with it ("None, bool, int, ...")
+            "Write the returned value as a Python literal, as `repr()` prints it: a str in "
+            "quotes, a list in brackets, a dict in braces.",
             answer_format("```output\n<value>\n```", think),
         ]
     )
