@@ -31,10 +31,10 @@ Measured with `--quick` (SmolLM2, vLLM, 2-core CPU, nothing else running): held-
 8 minutes; every trained answer parsed (0.745 before). 12 steps gave 0.085 -> 0.17 (delta
 0.085, p = 1.5e-5) once the deduction prompt stopped listing the value types, which SmolLM2
 had written back as answers: under that prompt only 0.605 of its answers parsed at first, and
-12 steps took it from 0.06 to 0.215, much of it by learning to write a value at all. The coder model with LoRA (rank 16,
-alpha 32, the second command; prompts shared in the update, bf16 autocast) on the standard
-level: 0.135 -> 0.29 (delta 0.155, 41 gained, 10 lost, p = 1.5e-5) in 12 minutes at lr 1.5e-4;
-at lr 5e-5 it moved less, 0.135 -> 0.175 (p = 0.19).
+12 steps took it from 0.06 to 0.215, much of it by learning to write a value at all. The
+coder model with LoRA (rank 16, alpha 32, the second command; prompts shared in the update,
+bf16 autocast) on the standard level: 0.135 -> 0.29 (delta 0.155, 41 gained, 10 lost, p =
+1.5e-5) in 12 minutes at lr 1.5e-4; at lr 5e-5 it moved less, 0.135 -> 0.175 (p = 0.19).
 
 Prints one JSON line per phase (base, each step, trained) and a last summary line with `model`,
 `family`, `heldout_n`, `base_accuracy`, `trained_accuracy`, `delta`, `p_value` (exact McNemar
