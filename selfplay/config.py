@@ -300,10 +300,8 @@ class GenerationConfig(Checked):
     )
     constrained_answers: bool = knob(
         False,
-        "keep solver answers in their notation: a deduction value or abduction arguments "
-        "written as literals (strings in quotes), a `def f(` block, a closed \\boxed{} (a "
-        "regex per task type, selfplay/solver/layout.py; vLLM structured output, refused by "
-        "the transformers backend)",
+        "keep solver answers in their notation, e.g. strings in quotes (a regex per task "
+        "type, selfplay/solver/layout.py; vLLM structured output, refused by transformers)",
     )
 
     def check(self) -> None:
@@ -436,9 +434,7 @@ class RunConfig(Checked):
     )
     checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
     keep_checkpoints: int = knob(2, "checkpoints kept on disk")
-    eval_every: int = knob(
-        0, "evaluate every this many steps, before the first and after the last (0 = never)"
-    )
+    eval_every: int = knob(0, "evaluate every N steps, before the first, after the last; 0: never")
     eval_benchmarks: tuple[EvalBenchmark, ...] = knob(
         ("cruxeval",), "benchmarks of the in-loop evaluation"
     )

@@ -146,11 +146,9 @@ def _unconstrained_on_fallback(config: Config) -> Config:
     """`engine.backend=auto` without vLLM: the transformers backend cannot constrain, so a
     recipe that asks for constrained generation runs without it, and says so in one line."""
     g = config.generation
-    if config.engine.backend != "transformers" or not (
-        g.constrained_proposals or g.constrained_answers
-    ):
-        return config
     asked = [k for k in ("constrained_proposals", "constrained_answers") if getattr(g, k)]
+    if config.engine.backend != "transformers" or not asked:
+        return config
     print(
         f"without vLLM, generation.{' and '.join(asked)} is off "
         "(it needs vLLM's structured output)",

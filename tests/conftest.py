@@ -141,3 +141,17 @@ def require_vllm():
     if os.environ.get("SELFPLAY_REQUIRE_VLLM"):
         pytest.fail("vLLM is required here (SELFPLAY_REQUIRE_VLLM is set) but not installed")
     pytest.skip("vLLM is not installed (scripts/install.sh --vllm installs it)")
+
+
+def generate_once(config, prompts, params):
+    """The generations of `prompts` by the model and engine `config` names, started for this
+    call only and closed afterwards (the slow tests of real model output)."""
+    from selfplay.engine import make_engine
+    from selfplay.engine.model import load_model
+
+    model, tokenizer, source = load_model(config.model)
+    engine = make_engine(config, model, tokenizer, source)
+    try:
+        return engine.generate(prompts, params)
+    finally:
+        engine.close()

@@ -20,7 +20,7 @@ from selfplay.proposer.layout import think_limit
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regex, answer_regexes
 from selfplay.types import Answer, Task
-from tests.conftest import require_data
+from tests.conftest import generate_once, require_data
 
 SETTINGS = [RolesConfig(think=t, prefill=p) for t in (False, True) for p in (False, True)]
 PROGRAM = "def f(s, n):\n    return s * n"
@@ -130,8 +130,7 @@ def test_smollm2_answers_constrained_in_notation_that_parses(require_vllm):
     quotes (unconstrained, the model wrote it bare)."""
     from dataclasses import replace
 
-    from selfplay.engine import make_engine, sampling
-    from selfplay.engine.model import load_model
+    from selfplay.engine import sampling
     from selfplay.loop import IDENTITY_SEED
 
     config = load(None, ["engine.backend=vllm", "roles.think=false", "roles.prefill=true",
@@ -145,12 +144,7 @@ def test_smollm2_answers_constrained_in_notation_that_parses(require_vllm):
     prompts = [solver_prompt(t, config.roles) for t in tasks]
     params = sampling(config.generation, n=8, seed=0, stop=solver_stop(config.roles))
     params = replace(params, regex=answer_regexes(config, [t.type for t in tasks]))
-    model, tokenizer, source = load_model(config.model)
-    engine = make_engine(config, model, tokenizer, source)
-    try:
-        generations = engine.generate(prompts, params)
-    finally:
-        engine.close()
+    generations = generate_once(config, prompts, params)
     for task, prompt, generation in zip(tasks, prompts, generations, strict=True):
         for c in generation.completions:
             answer = parse_answer(reply(prompt, c.text), task.type, truncated=c.cut)

@@ -20,7 +20,7 @@ from selfplay.config import RolesConfig, load
 from selfplay.proposer import parse_proposal, proposal_regex, proposal_regexes
 from selfplay.proposer.layout import think_limit
 from selfplay.types import Proposal
-from tests.conftest import require_data
+from tests.conftest import generate_once, require_data
 from tests.fixture_report import parsed
 
 FIXTURES = Path(__file__).parent / "fixtures" / "completions.jsonl"
@@ -158,8 +158,7 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
     their think section until the token limit, so three can all be cut."""
     from dataclasses import replace
 
-    from selfplay.engine import make_engine, sampling
-    from selfplay.engine.model import load_model
+    from selfplay.engine import sampling
     from selfplay.extract import ANSWER_STOP
     from selfplay.proposer import proposer_prompt
 
@@ -170,12 +169,7 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
     params = sampling(config.generation, n=8, seed=0, stop=ANSWER_STOP)
     think = think_limit(config.generation.max_new_tokens)
     params = replace(params, regex=tuple(proposal_regex(k, config.roles, think) for k in kinds))
-    model, tokenizer, source = load_model(config.model)
-    engine = make_engine(config, model, tokenizer, source)
-    try:
-        generations = engine.generate(prompts, params)
-    finally:
-        engine.close()
+    generations = generate_once(config, prompts, params)
     for kind, generation in zip(kinds, generations, strict=True):
         results = []
         for c in generation.completions:

@@ -38,12 +38,12 @@ def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
 
 
 # The code fence each answer opens with (see the layouts in `_deduction` and the others).
-ANSWER_FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
+_FENCES = {"deduction": "output", "abduction": "input", "induction": "python"}
 
 
 def answer_opening(task_type: str) -> str:
     """The answer section's beginning, up to the first line of its code block."""
-    return f"<answer>\n```{ANSWER_FENCES[task_type]}\n"
+    return f"<answer>\n```{_FENCES[task_type]}\n"
 
 
 # The line that closes the answer's code block.
