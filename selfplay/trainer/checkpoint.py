@@ -4,9 +4,13 @@
 scheduler and every RNG state), `model/` (the weights with config and tokenizer, loadable by
 `from_pretrained` and by vLLM; the weight file is a hard link to the one in `state/`, or for
 a LoRA run the weights with the adapters merged in) and
-`checkpoint.json` (the step and whatever the loop adds). It is written under a `.partial`
-name and renamed when complete, so a run killed at any moment, SIGKILL included, leaves either
-the whole checkpoint or none of it; `latest()` ignores partial ones.
+`checkpoint.json` (the step and whatever the loop adds). A LoRA run's `state/` keeps only the
+trainable tensors (the adapters, a few MiB): the frozen base weights are the model the run
+starts from, which resuming loads anyway, and `model/` has them merged. Saving the whole
+wrapped model there made each checkpoint of the 0.5B coder 4.9 GB instead of 2.5.
+A checkpoint is written under a `.partial` name and renamed when complete, so a run killed at
+any moment, SIGKILL included, leaves either the whole checkpoint or none of it; `latest()`
+ignores partial ones.
 """
 
 from __future__ import annotations
@@ -49,7 +53,11 @@ class Checkpoints:
         if accelerator.is_main_process:
             shutil.rmtree(partial, ignore_errors=True)
         accelerator.wait_for_everyone()
-        accelerator.save_state(str(partial / "state"))
+        hook = accelerator.register_save_state_pre_hook(_keep_only_trainable)
+        try:
+            accelerator.save_state(str(partial / "state"))
+        finally:
+            hook.remove()
         # every rank's part (its RNG states, its shards) is written before the rename makes
         # the checkpoint complete: a rank killed while saving leaves only a partial one
         accelerator.wait_for_everyone()
@@ -92,12 +100,59 @@ class Checkpoints:
 
     def load(self, accelerator, path: Path) -> dict:
         """Restore the state saved in `path` into the prepared objects; returns its metadata."""
-        accelerator.load_state(str(Path(path) / "state"))
+        hook = accelerator.register_load_state_pre_hook(_load_lora_models)
+        try:
+            accelerator.load_state(str(Path(path) / "state"))
+        finally:
+            hook.remove()
         return json.loads((Path(path) / "checkpoint.json").read_text())
 
     def _prune(self) -> None:
         for old in self.completed()[: -self.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _trainable(model) -> set[str] | None:
+    """The names of a LoRA model's trainable tensors as its state dict names them (under a
+    DDP wrapper too); None for a model without adapters."""
+    from accelerate.utils import extract_model_from_parallel
+
+    if not is_lora(extract_model_from_parallel(model)):
+        return None
+    return {name for name, p in model.named_parameters() if p.requires_grad}
+
+
+def _keep_only_trainable(models, weights, _output_dir) -> None:
+    """accelerate's save hook: a LoRA model's state dict loses its frozen tensors."""
+    for model, state in zip(models, weights):
+        keep = _trainable(model)
+        if keep is not None:
+            for name in [n for n in state if n not in keep]:
+                del state[name]
+
+
+def _load_lora_models(models, input_dir) -> None:
+    """accelerate's load hook: a LoRA model loads its saved tensors over the base weights it
+    already holds, and is taken off the list accelerate loads strictly. A state that misses
+    one adapter tensor or names a tensor the model lacks is refused."""
+    from safetensors.torch import load_file
+
+    for index, model in reversed(list(enumerate(models))):
+        trainable = _trainable(model)
+        if trainable is None:
+            continue
+        name = "model.safetensors" if index == 0 else f"model_{index}.safetensors"
+        path = Path(input_dir) / name
+        device = next(model.parameters()).device
+        saved = load_file(str(path), device=str(device))
+        missing, unexpected = model.load_state_dict(saved, strict=False)
+        lacking = sorted(trainable & set(missing))
+        if unexpected or lacking:
+            raise ValueError(
+                f"{path}: not this LoRA model's state (adapter tensors missing: {lacking[:3]}, "
+                f"unknown tensors: {sorted(unexpected)[:3]}); was the run's trainer.lora changed?"
+            )
+        del models[index]
 
 
 def _save_merged(model, path: Path) -> None:

@@ -138,6 +138,13 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     with open(tmp_path / "out.txt", "w") as out:
         run(config, out=out)
     assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
+    # the resumable state keeps the adapters only: the base weights are the run's model
+    from safetensors import safe_open
+
+    state_file = folder / "checkpoints" / "step-000002" / "state" / "model.safetensors"
+    with safe_open(str(state_file), "pt") as f:
+        kept = set(f.keys())
+    assert kept and all(".lora_A." in k or ".lora_B." in k for k in kept)
 
     # resumed: adapters only in the optimizer; perturbed adapters survive a checkpoint
     state, start = open_run(load(None, [*args, "run.steps=3"]))
@@ -155,8 +162,47 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     assert all(torch.equal(v, saved[k]) for k, v in state.model.state_dict().items())
     close_run(state)
 
+    # a state whose adapters do not match the run's is refused, not half loaded
+    from safetensors.torch import load_file, save_file
+
+    latest = Checkpoints(folder).latest() / "state" / "model.safetensors"
+    tensors = load_file(str(latest))
+    save_file({k: v for k, v in list(tensors.items())[1:]}, str(latest))
+    with pytest.raises(ValueError, match="adapter tensors missing"):
+        open_run(load(None, [*args, "run.steps=5"]))
+    save_file(tensors, str(latest))
+
     # evaluation loads the checkpoint's merged model, a plain transformers model
     _, source = resolve_model(str(folder), [])
     plain = AutoModelForCausalLM.from_pretrained(source)
     for name, tensor in plain.state_dict().items():
         assert torch.equal(tensor, merged[name]), name
+
+
+def test_adapter_only_state_under_ddp_names(tmp_path):
+    """Under DDP the state names every tensor `module.<name>`: the save hook keeps the
+    adapters under those names and the load hook puts them back into a fresh model."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from selfplay.trainer.checkpoint import _keep_only_trainable, _load_lora_models
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1
+    )
+    try:
+        trained = DistributedDataParallel(randomised(wrap(tiny_model(0), LORA)))
+        state = [trained.state_dict()]
+        _keep_only_trainable([trained], state, None)
+        assert state[0] and all(k.startswith("module.") and ".lora_" in k for k in state[0])
+        from safetensors.torch import save_file
+
+        save_file(state[0], str(tmp_path / "model.safetensors"))
+        fresh = DistributedDataParallel(wrap(tiny_model(0), LORA))
+        models = [fresh]
+        _load_lora_models(models, tmp_path)
+        assert models == []  # loaded here, not by accelerate's strict loader
+        for (name, a), b in zip(trained.state_dict().items(), fresh.state_dict().values()):
+            assert torch.equal(a, b), name
+    finally:
+        dist.destroy_process_group()
