@@ -39,14 +39,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="a run's proposal rates and its evaluations before and after, as JSON"
     )
-    p.add_argument("folder", help="the run folder (holds metrics.jsonl and eval/)")
+    p.add_argument("folder", nargs="?", help="the run folder (holds metrics.jsonl and eval/)")
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        help="instead: pair two `selfplay eval` results (samples.jsonl or its folder)",
+    )
     p.set_defaults(handler=report_command)
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from selfplay.eval.report import report
+    from selfplay.eval.report import compare, report
 
-    print(json.dumps(report(args.folder), indent=2))
+    if (args.folder is None) == (args.compare is None):
+        print("selfplay report: give a run folder, or --compare BEFORE AFTER", file=sys.stderr)
+        return 2
+    print(
+        json.dumps(
+            report(args.folder) if args.compare is None else compare(*args.compare), indent=2
+        )
+    )
     return 0
 
 

@@ -12,6 +12,10 @@ Two parts, as JSON:
 
 A run evaluated once (or never) has no `benchmarks` comparison; the report says so. A line of
 `metrics.jsonl` that cannot be read is skipped and counted (`unreadable_metric_lines`).
+
+`selfplay report --compare BEFORE AFTER` pairs two evaluations made outside a run (the
+`samples.jsonl` that `selfplay eval --out` writes, or its folder) the same way, per subset: the
+base model and a run's checkpoint on a whole benchmark, say.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from selfplay.eval.paired import mcnemar_exact
 
-__all__ = ["report"]
+__all__ = ["report", "compare"]
 
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
@@ -95,22 +99,44 @@ def _benchmarks(folder: Path) -> dict:
             out[benchmark] = {"note": f"evaluated only at step {min(by_step)}: nothing to compare"}
             continue
         first, last = min(by_step), max(by_step)
-        before, after = _items(by_step[first]), _items(by_step[last])
-        for subset in sorted({k[0] for k in before} | {k[0] for k in after}):
-            keys = sorted(k for k in before if k[0] == subset and k in after)
-            b, a = [before[k] for k in keys], [after[k] for k in keys]
-            gained, lost, p = mcnemar_exact(b, a)
-            n = max(1, len(keys))
-            out[subset] = {
-                "steps": [first, last],
-                "n": len(keys),
-                "before": round(sum(b) / n, 4),
-                "after": round(sum(a) / n, 4),
-                "delta": round((sum(a) - sum(b)) / n, 4),
-                "gained": gained,
-                "lost": lost,
-                "p_value": float(f"{p:.3g}"),
-            }
+        for subset, row in _paired(_items(by_step[first]), _items(by_step[last])).items():
+            out[subset] = {"steps": [first, last], **row}
+    return out
+
+
+def compare(before: str | Path, after: str | Path) -> dict:
+    """Two per-sample evaluation files (or the folders holding `samples.jsonl`), paired per
+    subset on the items both evaluated."""
+    paths = []
+    for given in (before, after):
+        path = Path(given)
+        path = path / "samples.jsonl" if path.is_dir() else path
+        if not path.is_file():
+            raise FileNotFoundError(f"no per-sample evaluation at {path}")
+        paths.append(path)
+    first, last = _items(paths[0]), _items(paths[1])
+    if not first.keys() & last.keys():
+        raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item")
+    return {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
+
+
+def _paired(before: dict[tuple, bool], after: dict[tuple, bool]) -> dict:
+    """Per subset: accuracy before and after on the shared items, and the McNemar test."""
+    out = {}
+    for subset in sorted({k[0] for k in before} | {k[0] for k in after}):
+        keys = sorted(k for k in before if k[0] == subset and k in after)
+        b, a = [before[k] for k in keys], [after[k] for k in keys]
+        gained, lost, p = mcnemar_exact(b, a)
+        n = max(1, len(keys))
+        out[subset] = {
+            "n": len(keys),
+            "before": round(sum(b) / n, 4),
+            "after": round(sum(a) / n, 4),
+            "delta": round((sum(a) - sum(b)) / n, 4),
+            "gained": gained,
+            "lost": lost,
+            "p_value": float(f"{p:.3g}"),
+        }
     return out
 
 

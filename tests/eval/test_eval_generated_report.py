@@ -133,6 +133,30 @@ def test_report_of_a_run_evaluated_once_and_the_command(tmp_path, capsys):
         report(tmp_path / "missing")
 
 
+def test_report_compares_two_evaluations_made_outside_a_run(tmp_path, capsys):
+    def write(folder, correct):
+        folder.mkdir()
+        rows = [
+            {"subset": subset, "id": str(i), "correct": ok}
+            for subset, flags in correct.items()
+            for i, ok in enumerate(flags)
+        ]
+        (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    write(tmp_path / "base", {"cruxeval_o": [0, 0, 0, 1] * 5, "cruxeval_i": [1, 0]})
+    write(tmp_path / "trained", {"cruxeval_o": [1, 1, 0, 1] * 5, "cruxeval_i": [1, 0, 1]})
+    argv = ["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    o, i = printed["cruxeval_o"], printed["cruxeval_i"]
+    assert (o["n"], o["before"], o["after"], o["gained"], o["lost"]) == (20, 0.25, 0.75, 10, 0)
+    assert o["p_value"] == pytest.approx(2 / 2**10, rel=3e-3)  # rounded to 3 digits
+    assert i["n"] == 2 and (i["gained"], i["lost"], i["p_value"]) == (0, 0, 1.0)  # shared items
+    assert main(["report"]) == 2 and "--compare" in capsys.readouterr().err
+    assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "none")]) != 0
+    assert "no per-sample evaluation" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def executor():
     from selfplay.executor import Executor
