@@ -172,6 +172,16 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
         open_run(load(None, [*args, "run.steps=5"]))
     save_file(tensors, str(latest))
 
+    # a state written whole (as accelerate writes it without the hook) still resumes
+    state, _ = open_run(load(None, [*args, "run.steps=5"]))
+    state.accelerator.save_state(str(latest.parent))
+    assert len(load_file(str(latest))) > len(tensors)
+    close_run(state)
+    state, start = open_run(load(None, [*args, "run.steps=5"]))
+    assert start == 4
+    assert all(torch.equal(v, saved[k]) for k, v in state.model.state_dict().items())
+    close_run(state)
+
     # evaluation loads the checkpoint's merged model, a plain transformers model
     _, source = resolve_model(str(folder), [])
     plain = AutoModelForCausalLM.from_pretrained(source)
