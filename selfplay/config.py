@@ -317,6 +317,9 @@ class RolesConfig(Checked):
     induction_inputs: int = knob(6, "inputs the proposer writes for an induction task")
     induction_visible: int = knob(3, "of those, pairs shown to the solver (the rest are hidden)")
     reference_chars: int = knob(1200, "longest program text of one reference, in characters")
+    min_statements: int = knob(
+        0, "fewest statements in a proposed deduction/abduction program's functions; 0: any"
+    )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(
         False,
@@ -326,6 +329,8 @@ class RolesConfig(Checked):
 
     def check(self) -> None:
         positive(self, "induction_inputs", "induction_visible", "reference_chars")
+        if self.min_statements < 0:
+            raise ConfigError("roles.min_statements must be >= 0")
         if self.induction_visible >= self.induction_inputs:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")
 

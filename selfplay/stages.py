@@ -7,7 +7,8 @@ stage     returns     what it does
 propose   Proposed    the model writes tasks: per task type, prompts with K references from the
                       pool (induction prompts also get a program from the pool)
 validate  Validated   the executor checks each proposal (a math task's `f()` must return a
-                      number); a valid one carries its `Task`
+                      number; a program below `roles.min_statements` is refused unrun); a
+                      valid one carries its `Task`
 store     Stored      valid tasks enter the pool (duplicates keep their existing id); a task
                       the pool held, or a copy of a reference shown, is marked a duplicate
 sample    SolverBatch a frontier batch for the solver is drawn from the pool
@@ -43,6 +44,7 @@ from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.canonical import canonical_program
+from selfplay.proposer.complexity import too_simple
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
@@ -141,13 +143,30 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
 
 def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
     """Every parsed proposal's runs in one executor call; the proposer's verdicts on them (a
-    math task's `f()` must return a number) and the task they make."""
-    cases = [case for p in proposed if isinstance(p.parsed, Proposal) for case in p.parsed.cases]
+    math task's `f()` must return a number) and the task they make. A deduction or abduction
+    program with fewer statements than `roles.min_statements` is refused without a run."""
+    floor = run.config.roles.min_statements
+    simple = {
+        k: reason
+        for k, p in enumerate(proposed)
+        if isinstance(p.parsed, Proposal)
+        and p.task_type in _PROGRAM_TYPES
+        and (reason := too_simple(p.parsed.program, floor))
+    }
+    cases = [
+        case
+        for k, p in enumerate(proposed)
+        if isinstance(p.parsed, Proposal) and k not in simple
+        for case in p.parsed.cases
+    ]
     verdicts = iter(run.ranks.map(lambda part, _: run.executor.validate(part), cases))
     validated = []
-    for p in proposed:
+    for k, p in enumerate(proposed):
         if not isinstance(p.parsed, Proposal):
             validated.append(Validated(p))
+            continue
+        if k in simple:
+            validated.append(Validated(p, (Verdict(False, simple[k]),)))
             continue
         judged = proposal_verdicts(p.parsed, [next(verdicts) for _ in p.parsed.cases])
         task = build_task(p.parsed, judged, n_visible=run.config.roles.induction_visible)

@@ -242,3 +242,23 @@ def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_r
     assert train.regex == answer_regexes(run.config, kinds)
     # the engine's log-probabilities are the constrained distribution's: the update scores them
     assert logprobs and all(math.isnan(x) for x in logprobs)
+
+
+def test_programs_below_the_statement_floor_are_refused_unrun(make_run):
+    run, seed_id = make_run(["selfplay.solver_tasks=1", "roles.min_statements=2"])
+    two = "def f(n):\n    m = n * 3\n    return m + 1"
+    stored, _, rollouts, metrics = one_step(
+        run,
+        [
+            proposed(0, "deduction", TRIPLE, "4", [seed_id]),  # one statement
+            proposed(1, "abduction", two, "4", [seed_id]),
+        ],
+    )
+    assert [s.outcome for s in stored] == ["invalid", "valid"]
+    [refusal] = stored[0].validated.verdicts
+    assert refusal.reason.startswith("too_simple") and refusal.cpu_s == 0.0
+    assert metrics["propose/rejected/too_simple"] == 1
+    assert [r.reward for r in rollouts if r.role == "propose"][0] == (
+        run.config.reward.proposer_invalid
+    )
+    assert len(run.store) == 2  # the seed and the two-statement task

@@ -51,9 +51,10 @@ def _importable(module: str) -> bool:
         return False
 
 
-def rules(final_call: bool = False) -> str:
+def rules(final_call: bool = False, min_statements: int = 0) -> str:
     """The executor's rules for a task program, as the prompts state them; with `final_call`
-    the program ends with the call of `f` that fixes the task's input."""
+    the program ends with the call of `f` that fixes the task's input. `min_statements` is
+    the validate stage's floor (`selfplay.proposer.complexity`)."""
     modules = ", ".join(sorted(m for m in ALLOWED_MODULES if _importable(m)))
     banned = ", ".join(sorted(n for n in FORBIDDEN_BUILTINS - _INTERACTIVE if n[0] != "_"))
     return "\n".join(
@@ -72,6 +73,14 @@ def rules(final_call: bool = False) -> str:
             "- `f` must finish well within a second and return a plain value made of "
             f"{VALUE_TYPES}.",
             f"- The arguments of a call of `f` are literals only ({LITERALS}).",
+            *(
+                [
+                    f"- The body of `f` (with its helpers) has at least {min_statements} "
+                    "statements: a one-line function is too simple."
+                ]
+                if min_statements
+                else []
+            ),
         ]
     )
 
@@ -162,7 +171,7 @@ def proposer_prompt(
             f"Invent a new puzzle: a Python function `f` and one input for it. {_GOALS[task_type]}",
             "Write one Python code block: the function `f`, then, as its last line, one call of "
             "`f` on the input you chose. The checker runs that call to get the output.",
-            rules(final_call=True),
+            rules(final_call=True, min_statements=roles.min_statements),
             _references(references, roles, induction=False),
             answer_format(body, roles.think),
         ]
