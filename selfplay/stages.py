@@ -166,7 +166,7 @@ def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
             validated.append(Validated(p))
             continue
         if k in simple:
-            validated.append(Validated(p, (Verdict(False, simple[k]),)))
+            validated.append(Validated(p, (Verdict(False, "too_simple", detail=simple[k]),)))
             continue
         judged = proposal_verdicts(p.parsed, [next(verdicts) for _ in p.parsed.cases])
         task = build_task(p.parsed, judged, n_visible=run.config.roles.induction_visible)

@@ -125,7 +125,7 @@ def _mean_learnability(run: Run, rates: list[float]) -> float:
 
 def _reasons(stored: Sequence[Stored]) -> dict[str, int]:
     """Why proposals failed: malformed (and why it could not be read), or the first part of
-    the executor's reason (syntax, policy, timeout, ...)."""
+    the verdict's reason (syntax, policy, timeout, ..., too_simple)."""
     counts: dict[str, int] = defaultdict(int)
     for s in stored:
         if s.outcome == "malformed":

@@ -82,7 +82,8 @@ class Verdict:
 
     `ok` is False for anything the model did wrong, with `reason` saying what: `syntax`,
     `policy:<rule>`, `no_f`, `input:<why>`, `timeout`, `memory`, `crash:<ExceptionType>`,
-    `unserializable`, `output_too_large`, `nondeterministic`, `wrong_output`, `answer:<why>`.
+    `unserializable`, `output_too_large`, `nondeterministic`, `wrong_output`, `answer:<why>`;
+    and, from the validate stage without a run, `too_simple` (`roles.min_statements`).
     For a validation `output` is the canonical output and `input` the normalised input; for a
     verification `score` is the fraction of checked pairs that matched (1.0 or 0.0 except for
     induction).
@@ -170,8 +171,9 @@ class Proposed:
 
 @dataclass(frozen=True)
 class Validated:
-    """A proposal after the executor ran it (the `validate` stage): one verdict per run (none
-    for a malformed one), and the task it makes when every run was valid."""
+    """A proposal after the `validate` stage: one verdict per executor run (none for a
+    malformed one, a single `too_simple` one for a program below `roles.min_statements`, which
+    is not run), and the task it makes when every run was valid."""
 
     proposed: Proposed
     verdicts: tuple[Verdict, ...] = ()

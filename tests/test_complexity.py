@@ -34,14 +34,36 @@ def test_statements_count_what_runs_inside_functions():
         "        y = 0\n    finally:\n        z = 1\n    return y"
     )
     assert statements(handled) == 5
-    assert statements("def f(x) return x") == 0  # does not parse
+    branches = "def f(x):\n    if x:\n        y = 1\n    elif x is None:\n        y = 2\n" + (
+        "    else:\n        y = 3\n    while y:\n        y -= 1\n    else:\n        y = 0\n"
+        "    return y"
+    )
+    assert statements(branches) == 9  # if, elif (one more if), three y =, while, -=, y = 0, return
+    matched = "def f(x):\n    match x:\n        case 1:\n            return 'one'\n" + (
+        "        case _:\n            return 'many'"
+    )
+    assert statements(matched) == 3
+    context = "import contextlib\ndef f(x):\n    with contextlib.suppress(ValueError):\n" + (
+        "        return int(x)\n    return 0"
+    )
+    assert statements(context) == 3
+    methods = "class A:\n    k = 2\n    def g(self, x):\n        return x * self.k\n" + (
+        "@staticmethod\ndef f(x):\n    return A().g(x)"
+    )
+    assert statements(methods) == 2  # the class attribute is not in a function
+    padded = "def f(x):\n    'doc'\n    ...\n    'a note'\n    global y\n    pass\n    return x"
+    assert statements(padded) == 1
+    assert statements("async def f(x):\n    y = x\n    return y") == 2
+    assert statements("f = lambda x: x") == 0
+    assert statements("def f(x) return x") is None  # does not parse
 
 
 def test_the_floor_says_how_far_below_it_a_program_is():
     assert too_simple(ONE_LINE, 0) is None
     assert too_simple(LOOP, 5) is None
-    reason = too_simple(ONE_LINE, 3)
-    assert reason.startswith("too_simple:") and "1 statements" in reason and "3" in reason
+    assert too_simple(ONE_LINE, 3) == "1 of at least 3 statements in its functions"
+    # the executor says what is wrong with a program that does not parse
+    assert too_simple("def f(x) return x", 3) is None
 
 
 def test_the_prompt_states_the_floor_only_when_there_is_one():

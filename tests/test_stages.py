@@ -9,6 +9,7 @@ was shown.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from selfplay import stages
 from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
+from selfplay.distributed import Ranks
 from selfplay.engine.base import Completion, Generation
 from selfplay.loop import Run
 from selfplay.solver import solver_prompt
@@ -244,21 +246,40 @@ def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_r
     assert logprobs and all(math.isnan(x) for x in logprobs)
 
 
-def test_programs_below_the_statement_floor_are_refused_unrun(make_run):
+@pytest.mark.parametrize("shares", [1, 2])
+def test_programs_below_the_statement_floor_are_refused_unrun(make_run, shares):
     run, seed_id = make_run(["selfplay.solver_tasks=1", "roles.min_statements=2"])
+    run = dataclasses.replace(run, ranks=Ranks(shares=shares))
+    ran = []
+    validate_cases = run.executor.validate
+
+    def spy(cases):
+        ran.extend(program for program, _ in cases)
+        return validate_cases(cases)
+
+    run.executor.validate = spy
     two = "def f(n):\n    m = n * 3\n    return m + 1"
+    three = "def f(s):\n    t = s.upper()\n    u = t + '!'\n    return u"
+    broken = "def f(n):\n    m = n *\n    return m"
     stored, _, rollouts, metrics = one_step(
         run,
         [
-            proposed(0, "deduction", TRIPLE, "4", [seed_id]),  # one statement
-            proposed(1, "abduction", two, "4", [seed_id]),
+            proposed(0, "deduction", two, "4", [seed_id]),
+            proposed(1, "deduction", TRIPLE, "4", [seed_id]),  # one statement
+            proposed(2, "abduction", three, "'ab'", [seed_id]),
+            proposed(3, "abduction", broken, "4", [seed_id]),  # left to the executor
         ],
     )
-    assert [s.outcome for s in stored] == ["invalid", "valid"]
-    [refusal] = stored[0].validated.verdicts
-    assert refusal.reason.startswith("too_simple") and refusal.cpu_s == 0.0
+    assert [s.outcome for s in stored] == ["valid", "invalid", "valid", "invalid"]
+    assert TRIPLE not in ran and {two, three, broken} <= set(ran)
+    # each task keeps its own program's output although the refused one was never run
+    assert stored[0].validated.task.outputs == ("13",)
+    assert stored[2].validated.task.outputs == ("'AB!'",)
+    [refusal] = stored[1].validated.verdicts
+    assert refusal.reason == "too_simple" and refusal.detail.startswith("1 of at least 2")
+    assert stored[3].validated.verdicts[0].reason.startswith("syntax")
     assert metrics["propose/rejected/too_simple"] == 1
-    assert [r.reward for r in rollouts if r.role == "propose"][0] == (
-        run.config.reward.proposer_invalid
-    )
-    assert len(run.store) == 2  # the seed and the two-statement task
+    assert metrics["propose/rejected/syntax"] == 1
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    assert rewards[1] == rewards[3] == run.config.reward.proposer_invalid
+    assert len(run.store) == 3  # the seed and the two tasks above the floor

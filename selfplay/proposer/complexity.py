@@ -1,15 +1,16 @@
-"""How much a proposed program does, read from its syntax: the statements it runs.
+"""How much a proposed program does, read from its syntax: the statements in its functions.
 
-`statements(program)` counts the statements inside the program's functions (`f` and its
-helpers, methods included): an assignment, a `return`, an `if` or a loop each count one, and
-the statements in a block count too. Definitions themselves, imports, `pass` and docstrings do
-not count. `def f(x): return x` has 1; CRUXEval's programs have a median of 4 (22% of them 2
-or fewer).
+`statements(program)` counts the statements inside the program's functions (`f`, its helpers
+and methods): an assignment, a `return`, an `if` (an `elif` is one more), a loop or a `try`
+each count one, and the statements in their blocks count too. Definitions themselves,
+imports, `pass`, `global`, `nonlocal`, a function's docstring and other bare constants do not.
+`def f(x): return x` has 1; CRUXEval's programs have a median of 4 (22% of them 2 or fewer).
 
 `roles.min_statements` refuses deduction and abduction proposals below a floor: a zero-data
 proposer otherwise settles on one-line programs (`return x * x`) that every answer solves,
 which earn 0 where a copy earns the duplicate penalty, and so carry the group's positive
-advantage while teaching the solver no tracing.
+advantage while teaching the solver no tracing. The count is a floor on length, not a measure
+of difficulty: a dense one-line comprehension is refused, and padding passes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import ast
 
 __all__ = ["statements", "too_simple"]
 
-# definitions (nested functions count as functions of their own), imports and `pass`
+# definitions (nested functions count as functions of their own), imports and no-ops
 _NOT_COUNTED = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -26,25 +27,25 @@ _NOT_COUNTED = (
     ast.Import,
     ast.ImportFrom,
     ast.Pass,
+    ast.Global,
+    ast.Nonlocal,
 )
 
 
-def statements(program: str) -> int:
-    """The statements inside the functions of `program` (0 if it does not parse)."""
+def statements(program: str) -> int | None:
+    """The statements inside the functions of `program`; None if it does not parse."""
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError, RecursionError):
-        return 0
+        return None
     functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     return sum(_count(f.body) for f in functions)
 
 
 def _count(body: list[ast.stmt]) -> int:
     total = 0
-    for k, node in enumerate(body):
-        if isinstance(node, _NOT_COUNTED):
-            continue
-        if k == 0 and _is_docstring(node):
+    for node in body:
+        if isinstance(node, _NOT_COUNTED) or _is_constant(node):
             continue
         total += 1
         for field in ("body", "orelse", "finalbody"):
@@ -56,19 +57,17 @@ def _count(body: list[ast.stmt]) -> int:
     return total
 
 
-def _is_docstring(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-    )
+def _is_constant(node: ast.stmt) -> bool:
+    """A bare constant: a docstring, `...`, a string left as a comment."""
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
 
 
 def too_simple(program: str, min_statements: int) -> str | None:
-    """Why `program` is below the floor (None when it is not, or there is no floor)."""
+    """Why `program` is below the floor, for a verdict's detail; None when it is not, when
+    there is no floor, or when it does not parse (the executor then says `syntax`)."""
     if min_statements <= 0:
         return None
     found = statements(program)
-    if found >= min_statements:
+    if found is None or found >= min_statements:
         return None
-    return f"too_simple: {found} statements in its functions, fewer than {min_statements}"
+    return f"{found} of at least {min_statements} statements in its functions"

@@ -75,8 +75,8 @@ def rules(final_call: bool = False, min_statements: int = 0) -> str:
             f"- The arguments of a call of `f` are literals only ({LITERALS}).",
             *(
                 [
-                    f"- The body of `f` (with its helpers) has at least {min_statements} "
-                    "statements: a one-line function is too simple."
+                    f"- Together, the functions have at least {min_statements} statements "
+                    "(lines of code that do something): a one-line function is too simple."
                 ]
                 if min_statements
                 else []
