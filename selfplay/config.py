@@ -318,7 +318,9 @@ class RolesConfig(Checked):
     induction_visible: int = knob(3, "of those, pairs shown to the solver (the rest are hidden)")
     reference_chars: int = knob(1200, "longest program text of one reference, in characters")
     min_statements: int = knob(
-        0, "fewest statements in a proposed deduction/abduction program's functions; 0: any"
+        0,
+        "fewest statements in a proposed deduction/abduction program's functions; 0: any "
+        "(selfplay/proposer/complexity.py; from the identity seed alone a floor stalls a run)",
     )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(
