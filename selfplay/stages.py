@@ -258,35 +258,46 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
         ("train", [(t.id, t.task) for t in batch.tasks], cfg.selfplay.solver_samples, _TRAIN_STAGE),
     ]
     attempted, group = [], 0
-    for purpose, tasks, n, stage in jobs:
-        if not tasks:
-            continue
-        prompts = [solver_prompt(task, cfg.roles) for _, task in tasks]
-        stop = solver_stop(cfg.roles)
-        params = sampling(cfg.generation, n=n, seed=_seed(run, step, stage), stop=stop)
-        params = replace(params, regex=answer_regexes(cfg, [task.type for _, task in tasks]))
-        for (task_id, task), prompt, generation in zip(
-            tasks,
-            prompts,
-            distributed.generate(run.ranks, run.engine, prompts, params),
-            strict=True,
-        ):
-            for c in generation.completions:
-                parsed = parse_answer(reply(prompt, c.text), task.type, truncated=c.cut)
-                attempted.append(
-                    Attempted(
-                        task_id,
-                        task,
-                        purpose,
-                        group,
-                        generation.prompt_token_ids,
-                        c.token_ids,
-                        policy_logprobs(c, params),
-                        parsed,
-                    )
-                )
-            group += 1
+    for purpose, all_tasks, n, stage in jobs:
+        # one generation call per set of stop strings (math answers end elsewhere), in order
+        by_stop: dict[tuple[str, ...], list] = defaultdict(list)
+        for task_id, task in all_tasks:
+            by_stop[solver_stop(cfg.roles, task.type)].append((task_id, task))
+        for part, (stop, tasks) in enumerate(by_stop.items()):
+            seed = _seed(run, step, stage)
+            seed = derive_seed(seed, part) if part else seed  # one call: the seed as before
+            params = sampling(cfg.generation, n=n, seed=seed, stop=stop)
+            params = replace(params, regex=answer_regexes(cfg, [task.type for _, task in tasks]))
+            group = _attempt(run, tasks, purpose, params, attempted, group)
     return tuple(attempted)
+
+
+def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int) -> int:
+    """The answers to `tasks` under `params` appended to `attempted`, one group per task from
+    `group` on; the next group's number."""
+    prompts = [solver_prompt(task, run.config.roles) for _, task in tasks]
+    for (task_id, task), prompt, generation in zip(
+        tasks,
+        prompts,
+        distributed.generate(run.ranks, run.engine, prompts, params),
+        strict=True,
+    ):
+        for c in generation.completions:
+            parsed = parse_answer(reply(prompt, c.text), task.type, truncated=c.cut)
+            attempted.append(
+                Attempted(
+                    task_id,
+                    task,
+                    purpose,
+                    group,
+                    generation.prompt_token_ids,
+                    c.token_ids,
+                    policy_logprobs(c, params),
+                    parsed,
+                )
+            )
+        group += 1
+    return group
 
 
 def policy_logprobs(completion, params) -> tuple[float, ...]:

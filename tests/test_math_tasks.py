@@ -17,7 +17,7 @@ import pytest
 
 from selfplay import semi, stages
 from selfplay.config import Config, ConfigError, MathCheckConfig, load
-from selfplay.curriculum import TaskStore
+from selfplay.curriculum import Provenance, TaskStore
 from selfplay.engine.base import Completion, Generation
 from selfplay.loop import Run
 from selfplay.mathcheck import MathChecker
@@ -258,3 +258,59 @@ def test_the_math_proposer_is_not_shown_labeled_problems():
     assert "no earlier problems" in proposer_prompt("math", [labeled])[-1].content
     shown = proposer_prompt("math", [labeled, proposed])[-1].content
     assert EGGS in shown and SINE not in shown
+
+
+class StopRecorder(WordProblemEngine):
+    """Answers math problems as `WordProblemEngine` does, a deduction task with its output,
+    and records each call's stop strings with the prompts' kinds."""
+
+    def __init__(self, answers, output: str):
+        super().__init__([], answers)
+        self.output, self.calls = output, []
+
+    def generate(self, prompts, params):
+        kinds = ["math" if "Solve this problem" in p[-1].content else "code" for p in prompts]
+        self.calls.append((params.stop, kinds))
+        math = [p for p, kind in zip(prompts, kinds, strict=True) if kind == "math"]
+        answers = iter(super().generate(math, params))
+        texts = [self.output] * params.n
+        code = Generation((3, 4), tuple(Completion(t, (1,), (-0.1,), "stop") for t in texts))
+        return [next(answers) if kind == "math" else code for kind in kinds]
+
+
+def test_a_prefilled_code_answer_stops_at_its_fence_and_a_math_answer_does_not(tmp_path, executor):
+    """In a step that draws both, the math answers are generated without the closing fence as
+    a stop string (their prompt begins no code block, and their reply may hold one)."""
+    config = load(
+        None,
+        [
+            "selfplay.task_types=[deduction, math]",
+            "selfplay.solver_tasks=2",
+            "selfplay.solver_samples=2",
+            "curriculum.type_quotas=[1, 0, 0, 1]",
+            "roles.think=false",
+            "roles.prefill=true",
+        ],
+    )
+    fenced = "```python\nprint(16 - 3 - 4)\n```\n<answer>\\boxed{9}</answer>"
+    engine = StopRecorder({EGGS: [fenced, "<answer>\\boxed{10}</answer>"]}, "[1, 2]")
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "mixed", config.curriculum)
+    with store, MathChecker(MathCheckConfig()) as checker:
+        math = Task("math", "def f():\n    return 9", ("",), ("9",), EGGS)
+        code = Task("deduction", "def f(x):\n    return sorted(x)", ("[2, 1]",), ("[1, 2]",))
+        store.add_tasks([math, code], Provenance("seed", 0, "", "test"))
+        run = scripted_run(config, tmp_path, engine, executor, store, checker)
+        batch, _ = stages.sample(run, 1)
+        judged = stages.verify(run, stages.solve(run, (), batch, 1), 1)
+    stops = {kinds[0]: stop for stop, kinds in engine.calls}
+    assert len(engine.calls) == 2 and all(len(set(kinds)) == 1 for _, kinds in engine.calls)
+    assert stops == {"code": ("</answer>", "\n```"), "math": ("</answer>",)}
+    outcomes = sorted((j.attempted.task.type, j.outcome) for j in judged)
+    assert outcomes == [
+        ("deduction", "correct"),
+        ("deduction", "correct"),
+        ("math", "correct"),  # the reply with a code block before its answer
+        ("math", "wrong"),
+    ]
+    groups = {j.attempted.task.type: j.attempted.group for j in judged}
+    assert sorted(groups.values()) == [0, 1]  # one group per task

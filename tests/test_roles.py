@@ -92,6 +92,7 @@ def test_a_prefilled_answer_ends_at_its_closing_fence():
     assert solver_stop(filled) == ("</answer>", "\n```")
     assert solver_stop(RolesConfig(think=True, prefill=True)) == ("</answer>",)
     assert solver_stop(RolesConfig(think=False)) == ("</answer>",)
+    assert solver_stop(filled, "math") == ("</answer>",)  # its reply begins no code block
     answers = {
         SORT: "[5, 7, 9]",
         dataclasses.replace(SORT, type="abduction"): "[9, 5, 7]",

@@ -50,15 +50,17 @@ def answer_opening(task_type: str) -> str:
 CLOSING_FENCE = "\n```"
 
 
-def solver_stop(roles: RolesConfig | None = None) -> tuple[str, ...]:
-    """Where the solver's generation ends: at `</answer>`, and, when the reply begins inside
-    the answer's code block (`roles.prefill` without thinking), at the block's closing fence,
-    since nothing after it is read. A model that does not close its answer section must not
-    spend tokens, or be trained, on what it writes there: the coder model, after 16 steps of
-    self-play, wrote its answer and then the fence again until the token limit, every answer
-    256 tokens long, each one reinforced with its answer's reward."""
+def solver_stop(roles: RolesConfig | None = None, task_type: str = "deduction") -> tuple[str, ...]:
+    """Where the solver's generation of a `task_type` answer ends: at `</answer>`, and, when
+    the reply begins inside the answer's code block (`roles.prefill` without thinking; not for
+    math, whose prompt begins no reply and whose answer may hold code blocks), at the block's
+    closing fence, since nothing after it is read. A model that does not close its answer
+    section must not spend tokens, or be trained, on what it writes there: the coder model,
+    after 16 steps of self-play, wrote its answer and then the fence again until the token
+    limit, every answer 256 tokens long, each one reinforced with its answer's reward."""
     roles = roles or RolesConfig()
-    return (*ANSWER_STOP, CLOSING_FENCE) if roles.prefill and not roles.think else ANSWER_STOP
+    inside_block = roles.prefill and not roles.think and task_type != "math"
+    return (*ANSWER_STOP, CLOSING_FENCE) if inside_block else ANSWER_STOP
 
 
 def reply(prompt: Chat, text: str) -> str:
