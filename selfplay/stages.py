@@ -259,13 +259,14 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
     ]
     attempted, group = [], 0
     for purpose, all_tasks, n, stage in jobs:
-        # one generation call per set of stop strings (math answers end elsewhere), in order
+        # one generation call per set of stop strings (math answers end elsewhere): within a
+        # job the tasks of the first task's set come first, each task one group
         by_stop: dict[tuple[str, ...], list] = defaultdict(list)
         for task_id, task in all_tasks:
             by_stop[solver_stop(cfg.roles, task.type)].append((task_id, task))
         for part, (stop, tasks) in enumerate(by_stop.items()):
-            seed = _seed(run, step, stage)
-            seed = derive_seed(seed, part) if part else seed  # one call: the seed as before
+            # the first call keeps the stage's seed (a step without math generates as before)
+            seed = derive_seed(cfg.run.seed, step, stage, part) if part else _seed(run, step, stage)
             params = sampling(cfg.generation, n=n, seed=seed, stop=stop)
             params = replace(params, regex=answer_regexes(cfg, [task.type for _, task in tasks]))
             group = _attempt(run, tasks, purpose, params, attempted, group)

@@ -23,7 +23,16 @@ from selfplay.loop import Run
 from selfplay.mathcheck import MathChecker
 from selfplay.proposer import parse_proposal, proposer_prompt, task_from
 from selfplay.solver import parse_answer, solver_prompt
-from selfplay.types import Answer, ParseFailure, Proposal, Task, Verdict
+from selfplay.types import (
+    Answer,
+    ParseFailure,
+    Proposal,
+    Proposed,
+    Stored,
+    Task,
+    Validated,
+    Verdict,
+)
 
 EGGS = "Janet's ducks lay 16 eggs a day. She eats 3 and bakes with 4. How many are left?"
 HALF = "A cake is cut into 8 equal slices and 4 are eaten. What fraction of the cake is left?"
@@ -261,8 +270,9 @@ def test_the_math_proposer_is_not_shown_labeled_problems():
 
 
 class StopRecorder(WordProblemEngine):
-    """Answers math problems as `WordProblemEngine` does, a deduction task with its output,
-    and records each call's stop strings with the prompts' kinds."""
+    """Answers math problems as `WordProblemEngine` does and a deduction task with `output`,
+    cuts each text at the call's first stop string (as vLLM does), and records each call's
+    stop strings and seed with its prompts' kinds."""
 
     def __init__(self, answers, output: str):
         super().__init__([], answers)
@@ -270,47 +280,96 @@ class StopRecorder(WordProblemEngine):
 
     def generate(self, prompts, params):
         kinds = ["math" if "Solve this problem" in p[-1].content else "code" for p in prompts]
-        self.calls.append((params.stop, kinds))
+        self.calls.append((params.stop, params.seed, kinds))
         math = [p for p, kind in zip(prompts, kinds, strict=True) if kind == "math"]
         answers = iter(super().generate(math, params))
-        texts = [self.output] * params.n
-        code = Generation((3, 4), tuple(Completion(t, (1,), (-0.1,), "stop") for t in texts))
-        return [next(answers) if kind == "math" else code for kind in kinds]
+        code = [Completion(self.output, (1,), (-0.1,), "stop")] * params.n
+        out = []
+        for kind in kinds:
+            completions = next(answers).completions if kind == "math" else code
+            cut = tuple(
+                Completion(_cut(c.text, params.stop), (1,), (-0.1,), "stop") for c in completions
+            )
+            out.append(Generation((3, 4), cut))
+        return out
 
 
-def test_a_prefilled_code_answer_stops_at_its_fence_and_a_math_answer_does_not(tmp_path, executor):
-    """In a step that draws both, the math answers are generated without the closing fence as
-    a stop string (their prompt begins no code block, and their reply may hold one)."""
+def _cut(text: str, stops) -> str:
+    ends = [text.find(s) for s in stops if s in text]
+    return text[: min(ends)] if ends else text
+
+
+def _mixed_run(tmp_path, executor, checker, engine, task_types="[deduction, math]"):
     config = load(
         None,
         [
-            "selfplay.task_types=[deduction, math]",
+            f"selfplay.task_types={task_types}",
             "selfplay.solver_tasks=2",
             "selfplay.solver_samples=2",
+            "selfplay.attempts=2",
             "curriculum.type_quotas=[1, 0, 0, 1]",
             "roles.think=false",
             "roles.prefill=true",
         ],
     )
-    fenced = "```python\nprint(16 - 3 - 4)\n```\n<answer>\\boxed{9}</answer>"
-    engine = StopRecorder({EGGS: [fenced, "<answer>\\boxed{10}</answer>"]}, "[1, 2]")
     store = TaskStore.open(str(tmp_path / "pool.sqlite"), "mixed", config.curriculum)
-    with store, MathChecker(MathCheckConfig()) as checker:
-        math = Task("math", "def f():\n    return 9", ("",), ("9",), EGGS)
-        code = Task("deduction", "def f(x):\n    return sorted(x)", ("[2, 1]",), ("[1, 2]",))
-        store.add_tasks([math, code], Provenance("seed", 0, "", "test"))
-        run = scripted_run(config, tmp_path, engine, executor, store, checker)
-        batch, _ = stages.sample(run, 1)
-        judged = stages.verify(run, stages.solve(run, (), batch, 1), 1)
-    stops = {kinds[0]: stop for stop, kinds in engine.calls}
-    assert len(engine.calls) == 2 and all(len(set(kinds)) == 1 for _, kinds in engine.calls)
+    return scripted_run(config, tmp_path, engine, executor, store, checker)
+
+
+FENCED = "```python\nprint(16 - 3 - 4)\n```\n<answer>\\boxed{9}</answer>"
+MATH = Task("math", "def f():\n    return 9", ("",), ("9",), EGGS)
+SORTING = Task("deduction", "def f(x):\n    return sorted(x)", ("[2, 1]",), ("[1, 2]",))
+
+
+def test_a_prefilled_code_answer_stops_at_its_fence_and_a_math_answer_does_not(tmp_path, executor):
+    """In a step that draws both, the math answers are generated without the closing fence as
+    a stop string (their prompt begins no code block, and their reply may hold one); the
+    estimate answers of new tasks too, and every task is one group."""
+    engine = StopRecorder({EGGS: [FENCED, "<answer>\\boxed{10}</answer>"]}, "[1, 2]")
+    with MathChecker(MathCheckConfig()) as checker:
+        run = _mixed_run(tmp_path, executor, checker, engine)
+        with run.store:
+            ids = run.store.add_tasks([MATH, SORTING], Provenance("seed", 0, "", "test")).ids
+            new = tuple(
+                Stored(Validated(Proposed(t.type, 0, (), (), (), (), None), (), t), i, True)
+                for t, i in zip([SORTING, MATH], ids[::-1], strict=True)
+            )
+            batch, _ = stages.sample(run, 1)
+            judged = stages.verify(run, stages.solve(run, new, batch, 1), 1)
+    stops = {kinds[0]: stop for stop, _, kinds in engine.calls}
+    assert len(engine.calls) == 4  # two jobs (estimate, train), two stop sets each
+    assert all(len(set(kinds)) == 1 for _, _, kinds in engine.calls)
     assert stops == {"code": ("</answer>", "\n```"), "math": ("</answer>",)}
-    outcomes = sorted((j.attempted.task.type, j.outcome) for j in judged)
-    assert outcomes == [
-        ("deduction", "correct"),
-        ("deduction", "correct"),
-        ("math", "correct"),  # the reply with a code block before its answer
-        ("math", "wrong"),
-    ]
-    groups = {j.attempted.task.type: j.attempted.group for j in judged}
-    assert sorted(groups.values()) == [0, 1]  # one group per task
+    # the reply with a code block before its answer is read whole, so it is right
+    outcomes = sorted((j.attempted.purpose, j.attempted.task.type, j.outcome) for j in judged)
+    each = [("deduction", "correct")] * 2 + [("math", "correct"), ("math", "wrong")]
+    assert outcomes == sorted((p, t, o) for p in ("estimate", "train") for t, o in each)
+    groups: dict[tuple, set] = {}
+    for j in judged:
+        groups.setdefault((j.attempted.purpose, j.attempted.task_id), set()).add(j.attempted.group)
+    assert all(len(g) == 1 for g in groups.values())
+    assert sorted(g.pop() for g in groups.values()) == [0, 1, 2, 3]  # one group per task
+
+
+def test_a_step_without_math_generates_in_one_call_with_the_stage_seed(tmp_path, executor):
+    engine = StopRecorder({}, "[1, 2]")
+    with MathChecker(MathCheckConfig()) as checker:
+        run = _mixed_run(tmp_path, executor, checker, engine, "[deduction]")
+        with run.store:
+            run.store.add_tasks([SORTING], Provenance("seed", 0, "", "test"))
+            batch, _ = stages.sample(run, 3)
+            stages.solve(run, (), batch, 3)
+        assert [(stop, seed) for stop, seed, _ in engine.calls] == [
+            (("</answer>", "\n```"), stages._seed(run, 3, stages._TRAIN_STAGE))
+        ]
+    engine = StopRecorder({EGGS: ["<answer>\\boxed{9}</answer>"] * 2}, "[1, 2]")
+    with MathChecker(MathCheckConfig()) as checker:
+        (tmp_path / "mixed").mkdir()
+        run = _mixed_run(tmp_path / "mixed", executor, checker, engine)
+        with run.store:
+            run.store.add_tasks([SORTING, MATH], Provenance("seed", 0, "", "test"))
+            batch, _ = stages.sample(run, 3)
+            stages.solve(run, (), batch, 3)
+    seeds = [seed for _, seed, _ in engine.calls]
+    assert len(seeds) == 2 and seeds[0] == stages._seed(run, 3, stages._TRAIN_STAGE)
+    assert seeds[1] != seeds[0]
