@@ -135,6 +135,6 @@ class Executor:
                 programs.append(self.marshalled(source))
             positions.append((worker, len(runs)))
             code = _marshal_code(call.code)
-            runs.append(ProgramRun(slots[worker, source], code, call.in_program_scope, cpu, group))
+            runs.append(ProgramRun(slots[worker, source], code, call.expression, cpu, group))
         results = self.pool.run(jobs) if items else {}
         return [results[worker][index] for worker, index in positions]

@@ -57,7 +57,9 @@ __all__ = [
 #: How inputs (the text inside `f(...)`) are read: `literal` (the default, for model-written
 #: inputs) accepts literals only; `expression` (for benchmark data such as CRUXEval, whose
 #: inputs include `dict(a=1)` and lambdas) compiles the arguments under the same policy as
-#: programs and evaluates them inside the sandbox, in the program's namespace.
+#: programs and evaluates them inside the sandbox, against a second instance of the program
+#: (it may read the program's names; what it does to them cannot reach the `f` it is judged
+#: with); `:=` is refused in them.
 INPUT_MODES = ("literal", "expression")
 
 ENTRY_POINT = "f"
@@ -84,7 +86,7 @@ class CompiledProgram:
 class CompiledInput:
     text: str  # normalised argument text (also the key that identifies equal inputs)
     code: CodeType  # evaluates to (args, kwargs) through `_args_`
-    in_program_scope: bool  # evaluate in the program's namespace (expression mode)
+    expression: bool  # an expression input, evaluated against its own instance of the program
 
 
 @dataclass(frozen=True)
@@ -410,7 +412,7 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
             why = "too_large" if isinstance(err, values.TooLarge) else "not_literal"
             return PolicyRejection(f"input:{why}", str(err))
         code = compile(f"_args_({normalised})", "<input>", "eval", dont_inherit=True)
-        return CompiledInput(normalised, code, in_program_scope=False)
+        return CompiledInput(normalised, code, expression=False)
     if mode != "expression":
         raise ValueError(f"unknown input mode {mode!r}; known: {INPUT_MODES}")
     if len(text) > limits.max_chars:
@@ -428,6 +430,8 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
         isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "_args_"
     ):
         return PolicyRejection("input:syntax", "input is not an argument list")
+    if any(isinstance(node, ast.NamedExpr) for node in ast.walk(body)):
+        return PolicyRejection("policy:assignment", "an input binds no names (':=')")
     parts = [ast.unparse(a) for a in call.body.args]
     parts += [
         ("**" if k.arg is None else f"{k.arg}=") + ast.unparse(k.value) for k in call.body.keywords
@@ -440,4 +444,4 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
         return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
     ast.fix_missing_locations(call)
     code = compile(call, "<input>", "eval", dont_inherit=True)
-    return CompiledInput(", ".join(parts), code, in_program_scope=True)
+    return CompiledInput(", ".join(parts), code, expression=True)

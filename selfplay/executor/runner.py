@@ -57,7 +57,7 @@ class ProgramRun:
 
     program: int  # index into the batch's program list
     call: bytes  # marshalled code of `_args_(<input>)` (see `policy.compile_input`)
-    in_program_scope: bool  # evaluate the call in the program's namespace
+    expression: bool  # an expression input: evaluated under the sandbox's guards
     cpu_s: float  # CPU-time limit
     group: int | None = None  # runs of one answer: after a timeout the rest of it is skipped
 
@@ -297,9 +297,7 @@ class WorkerPool:
             job = self._job_settings()
             job["programs"] = programs
             slack = self.config.wall_slack_s
-            job["runs"] = [
-                (r.program, r.call, r.in_program_scope, r.cpu_s, slack, r.group) for r in runs
-            ]
+            job["runs"] = [(r.program, r.call, r.expression, r.cpu_s, slack, r.group) for r in runs]
             job["cpu_budget_s"] = sum(r.cpu_s for r in runs) * 2 + 1
             worker.send(marshal.dumps(("batch", job)))
             budget = sum(2 * r.cpu_s + self.config.wall_slack_s for r in runs)

@@ -145,7 +145,18 @@ def _collect_args(*args, **kwargs) -> tuple:
 _LITERAL_ENV = dict(guards.LITERAL_NAMES, _args_=_collect_args)
 
 
-def execute(code, call, in_program_scope: bool, cpu_limit: float, limits: values.Limits) -> list:
+def _input_namespace(code) -> dict:
+    """Where an expression input is evaluated: a second instance of the program, apart from
+    the one whose `f` is called. An input may name the program's globals (CRUXEval's
+    `thigh_o_two[:]`), but what it does to them (a `list := ...` rebinding the `list` that `f`
+    calls, a global list emptied, a call of `f` filling its mutable default) stays in its own
+    instance and cannot change the program it is judged with."""
+    namespace = dict(modules.run_globals(), _args_=_collect_args)
+    exec(code, namespace)
+    return namespace
+
+
+def execute(code, call, expression: bool, cpu_limit: float, limits: values.Limits) -> list:
     """Run `f(<input>)` of one program once; returns [ok, output, reason, detail, cpu]."""
     namespace = modules.run_globals()
     namespace["_args_"] = _collect_args
@@ -158,7 +169,7 @@ def execute(code, call, in_program_scope: bool, cpu_limit: float, limits: values
         if not callable(entry):
             reason, detail = "no_f", "the program does not define a callable f"
         else:
-            args, kwargs = eval(call, namespace if in_program_scope else dict(_LITERAL_ENV))
+            args, kwargs = eval(call, _input_namespace(code) if expression else dict(_LITERAL_ENV))
             output = values.canonical(entry(*args, **kwargs), limits)
         namespace.clear()
     except BaseException as err:  # the program's failure is a result, not an error
@@ -195,7 +206,7 @@ def child_main(out_fd: int, job: dict, codes: list, calls: list, order: list[int
     limits = values.Limits(*job["limits"])
     skip_group = None
     for index in order:
-        prog, _, in_scope, cpu_limit, _, group = job["runs"][index]
+        prog, _, expression, cpu_limit, _, group = job["runs"][index]
         if group is not None and group == skip_group:
             line = [
                 index,
@@ -206,7 +217,7 @@ def child_main(out_fd: int, job: dict, codes: list, calls: list, order: list[int
                 0.0,
             ]
         else:
-            line = [index, *execute(codes[prog], calls[index], in_scope, cpu_limit, limits)]
+            line = [index, *execute(codes[prog], calls[index], expression, cpu_limit, limits)]
             if line[3] == "timeout":
                 skip_group = group
         os.write(out_fd, (json.dumps(line) + "\n").encode())

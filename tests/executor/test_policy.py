@@ -118,10 +118,10 @@ def test_bare_except_cannot_catch_the_executors_interrupt():
 def test_compile_input_modes():
     limits = Limits()
     literal = compile_input("[1, 2], {'a': 1}", "literal", limits)
-    assert isinstance(literal, CompiledInput) and not literal.in_program_scope
+    assert isinstance(literal, CompiledInput) and not literal.expression
     assert compile_input("dict(a=1)", "literal", limits).reason == "input:not_literal"
     expression = compile_input("dict(a=1), lambda x: x", "expression", limits)
-    assert isinstance(expression, CompiledInput) and expression.in_program_scope
+    assert isinstance(expression, CompiledInput) and expression.expression
     assert expression.text == "dict(a=1), lambda x: x"
     assert compile_input("().__class__.__base__", "expression", limits).reason == "policy:dunder"
     assert compile_input("1)(2", "expression", limits).reason == "input:syntax"

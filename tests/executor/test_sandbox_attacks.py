@@ -294,6 +294,50 @@ def test_payload_in_an_input_is_refused(executor, tmp_path):
     assert not canary.exists()
 
 
+# CRUXEval sample_6: f sorts a dict's items and returns `list(...)[-2:]`; the gold output is
+# [('74', 31)]. An input answer in expression mode that rebinds the `list` f calls used to be
+# judged right for any dict.
+REBINDING = (
+    "def f(dic):\n    for k, v in sorted(dic.items(), key=lambda x: len(str(x)))[:-1]:\n"
+    "        dic.pop(k)\n    return list(dic.items())"
+)
+
+
+def test_an_input_answer_cannot_rebind_a_name_the_program_uses(executor):
+    task = Task(
+        "abduction",
+        REBINDING,
+        ("{'11': 52, '65': 34, 'a': 12, '4': 52, '74': 31}",),
+        ("[('74', 31)]",),
+        cpu_s=0.001,
+    )
+    attack = "(list := lambda *a, **k: [('74', 31)]) and {}"
+    [verdict] = executor.verify(task, [attack], inputs="expression")
+    assert not verdict.ok and verdict.reason == "policy:assignment"
+    [gold] = executor.verify(task, [task.input], inputs="expression")
+    assert gold.ok
+
+
+def test_an_input_answer_cannot_change_a_global_the_program_reads(executor):
+    """Without `:=`: an input that empties a global list `f` reads (0 is not an answer: f(0)
+    is False) changes only its own instance of the program; reading the globals stays allowed,
+    as CRUXEval's sample_258 input `thigh_o_two[:]` needs."""
+    program = "LIMIT = [3]\ndef f(x):\n    return x > LIMIT[0]"
+    task = Task("abduction", program, ("5",), ("True",), cpu_s=0.001)
+    attack = "LIMIT.clear() or LIMIT.append(-1) or 0"
+    [verdict] = executor.verify(task, [attack], inputs="expression")
+    assert not verdict.ok and verdict.reason == "wrong_output"
+    [reading] = executor.verify(task, ["LIMIT[0] + 1"], inputs="expression")
+    assert reading.ok
+
+
+def test_an_input_answer_cannot_fill_the_programs_mutable_default(executor):
+    program = "def f(x, seen=[]):\n    seen.append(x)\n    return len(seen)"
+    task = Task("abduction", program, ("0",), ("2",), cpu_s=0.001)
+    [verdict] = executor.verify(task, ["f(0) and 0"], inputs="expression")
+    assert not verdict.ok and verdict.reason == "wrong_output"
+
+
 def test_deeply_nested_answer_is_refused_quickly(executor):
     task = Task("deduction", "def f(x):\n    return 1", ("0",), ("1",), cpu_s=0.001)
     start = time.monotonic()
