@@ -311,6 +311,9 @@ class TrainerConfig(Checked):
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
 
 
+#: CRUXEval's prompt formats (`selfplay.eval.cruxeval.PROMPT_FORMATS`; a test keeps them equal)
+CruxevalFormat = Literal["direct", "cot", "selfplay"]
+
 #: the benchmarks `selfplay.eval` knows (a test keeps them equal)
 EvalBenchmark = Literal["cruxeval", "generated", "gsm8k", "math500", "mbpp", "humaneval"]
 EVAL_BENCHMARKS: tuple[EvalBenchmark, ...] = get_args(EvalBenchmark)
@@ -335,6 +338,11 @@ class RunConfig(Checked):
         ("cruxeval",), "benchmarks of the in-loop evaluation"
     )
     eval_problems: int = knob(100, "first problems of each benchmark evaluated (0 = all)")
+    eval_prompt_formats: tuple[CruxevalFormat, ...] = knob(
+        ("direct",),
+        "CRUXEval prompt formats evaluated: the published direct one (headline figures), cot, "
+        "or the solver's own (selfplay, as in training); each gives its own subsets",
+    )
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
     log_samples: bool = knob(
@@ -348,6 +356,8 @@ class RunConfig(Checked):
             raise ConfigError(f"run.threads: {self.threads}; use 0 (automatic) or a count")
         if not self.eval_benchmarks:
             raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
+        if not self.eval_prompt_formats:
+            raise ConfigError("run.eval_prompt_formats: empty; choose from direct, cot, selfplay")
 
 
 @dataclass(frozen=True)

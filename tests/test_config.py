@@ -11,6 +11,7 @@ from selfplay import config
 from selfplay.config import Config, ConfigError, ExecutorConfig, describe, load, to_dict
 from selfplay.curriculum.sampler import SHAPES
 from selfplay.eval.code_benchmarks import CODE_BENCHMARKS
+from selfplay.eval.cruxeval import PROMPT_FORMATS
 from selfplay.eval.math_benchmarks import MATH_BENCHMARKS
 from selfplay.executor.modules import OPTIONAL_MODULES
 from selfplay.trainer.advantages import ESTIMATORS
@@ -75,6 +76,7 @@ def test_allowed_values_match_what_implements_them():
     assert tuple(SHAPES) == config.LEARNABILITY_SHAPES
     assert tuple(ESTIMATORS) == get_args(config.AdvantageEstimator)
     assert tuple(OPTIONAL_MODULES) == get_args(config.ExtraModule)
+    assert get_args(config.CruxevalFormat) == PROMPT_FORMATS
     assert set(config.EVAL_BENCHMARKS) == {
         "cruxeval",
         "generated",

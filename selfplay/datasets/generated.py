@@ -10,7 +10,10 @@ task is a real, deterministic run, exactly as a validated proposal would be.
 
 Two levels: `standard` (the templates below, two or three operations each) and `easy` (one
 operation, for models too small to answer the standard level). The family is deterministic
-for a (seed, split, count, level): the same tasks on every machine.
+for a (seed, split, count, level, nontrivial): the same tasks on every machine. With
+`nontrivial`, a task that is no work for a solver (`selfplay.trivial.trivial_reasons`: its copy
+answer solves it, its output equals its input or does not move with it) is drawn again: the
+frozen held-out set of `selfplay.eval.generated` is made so.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from selfplay.trivial import trivial_reasons
 from selfplay.types import Task
 
 __all__ = ["EASY_TEMPLATES", "LEVELS", "TEMPLATES", "Template", "generated_tasks"]
@@ -133,10 +137,14 @@ def _split_of(program: str) -> Split:
 
 
 def _candidates(
-    rng: random.Random, split: Split, count: int, templates: tuple[Template, ...]
+    rng: random.Random,
+    split: Split,
+    count: int,
+    templates: tuple[Template, ...],
+    seen: set[tuple[str, str]],
 ) -> list[tuple[str, str]]:
-    """(program, input) pairs of `split`, no pair twice, `templates` tried in turn."""
-    seen: set[tuple[str, str]] = set()
+    """(program, input) pairs of `split`, none in `seen` (which they join), `templates` tried
+    in turn."""
     out: list[tuple[str, str]] = []
     tries = 0
     while len(out) < count:
@@ -159,21 +167,41 @@ def generated_tasks(
     seed: int = 0,
     task_type: str = "deduction",
     level: str = "standard",
+    nontrivial: bool = False,
 ) -> list[Task]:
     """`count` tasks of the family's `split` (`deduction`: predict the output; `abduction`:
     find an input) from the templates of `level` (`LEVELS`), their outputs computed by
-    `executor` (an `Executor`)."""
+    `executor` (an `Executor`); with `nontrivial`, none that is trivial (module doc)."""
     if task_type not in ("deduction", "abduction"):
         raise ValueError(f"the generated family has deduction and abduction tasks, not {task_type}")
     if level not in LEVELS:
         raise ValueError(f"the generated family's levels are {', '.join(LEVELS)}, not {level}")
     seeded = f"{seed}:{split}:{task_type}" + ("" if level == "standard" else f":{level}")
-    pairs = _candidates(random.Random(seeded), split, count, LEVELS[level])
+    rng, seen = random.Random(seeded), set()
+    tasks: list[Task] = []
+    for _ in range(_ROUNDS):
+        batch = _run(executor, _candidates(rng, split, count - len(tasks), LEVELS[level], seen))
+        batch = [replace(t, type=task_type) for t in batch]
+        if nontrivial:
+            batch = [
+                t for t, why in zip(batch, trivial_reasons(executor, batch), strict=True) if not why
+            ]
+        tasks += batch
+        if len(tasks) == count:
+            return tasks
+    raise RuntimeError(f"the templates cannot give {count} nontrivial {split} {task_type} tasks")
+
+
+_ROUNDS = 20  # draws of candidates for the tasks that the trivial ones left to make
+
+
+def _run(executor, pairs: list[tuple[str, str]]) -> list[Task]:
+    """The pairs as deduction tasks, their outputs computed by the executor."""
     verdicts = executor.validate(pairs)
     failed = [(p, v.reason) for p, v in zip(pairs, verdicts, strict=True) if not v.ok]
     if failed:
         raise RuntimeError(f"a template program failed to run: {failed[0]}")
     return [
-        Task(task_type, program, (v.input,), (v.output,), cpu_s=v.cpu_s)
+        Task("deduction", program, (v.input,), (v.output,), cpu_s=v.cpu_s)
         for (program, _), v in zip(pairs, verdicts, strict=True)
     ]

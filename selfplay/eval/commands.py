@@ -29,15 +29,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="folder for results (default: eval/<benchmark>-<model name>)")
     p.add_argument(
         "--prompt-format",
-        choices=("selfplay", "direct", "cot"),
-        default="selfplay",
-        help="cruxeval only: the solver's own prompts (selfplay), or the benchmark's published "
-        "ones, direct or chain of thought, to compare with published tables",
+        choices=("direct", "cot", "selfplay"),
+        help="cruxeval only: the benchmark's published prompts, direct (the default) or chain "
+        "of thought, as in published tables; or the solver's own (selfplay, as in training)",
     )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     p.set_defaults(handler=eval_command)
     p = sub.add_parser(
-        "report", help="a run's proposal rates and its evaluations before and after, as JSON"
+        "report",
+        help="a run's proposal rates and its evaluations before and after, paired (McNemar) "
+        "on all items and on those copying does not solve",
     )
     p.add_argument("folder", nargs="?", help="the run folder (holds metrics.jsonl and eval/)")
     p.add_argument(
@@ -46,20 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar=("BEFORE", "AFTER"),
         help="instead: pair two `selfplay eval` results (samples.jsonl or its folder)",
     )
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(handler=report_command)
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from selfplay.eval.report import compare, report
+    from selfplay.eval.report import compare, render, report
 
     if (args.folder is None) == (args.compare is None):
         print("selfplay report: give a run folder, or --compare BEFORE AFTER", file=sys.stderr)
         return 2
-    print(
-        json.dumps(
-            report(args.folder) if args.compare is None else compare(*args.compare), indent=2
-        )
-    )
+    result = report(args.folder) if args.compare is None else compare(*args.compare)
+    print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 
 
@@ -80,11 +79,13 @@ def resolve_model(spec: str, overrides: list[str]):
 def eval_command(args: argparse.Namespace) -> int:
     from selfplay.engine import SamplingParams, make_engine
     from selfplay.engine.model import load_model
+    from selfplay.eval import generated
 
     if args.limit < 0 or args.samples < 1 or min(args.k) < 1:
         raise config_module.ConfigError("--limit must be >= 0, --samples and --k >= 1")
-    if args.prompt_format != "selfplay" and args.benchmark != "cruxeval":
-        raise config_module.ConfigError("--prompt-format direct|cot is for cruxeval only")
+    if args.prompt_format is not None and args.benchmark != "cruxeval":
+        raise config_module.ConfigError("--prompt-format is for cruxeval only")
+    args.prompt_format = args.prompt_format or "direct"
     if args.data and args.benchmark == "generated":
         raise config_module.ConfigError("generated: its tasks are made by the program, no --data")
     if max(args.k) > args.samples:
@@ -123,7 +124,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "problems": len(problems),
         "samples": args.samples,
         "temperature": temperature,
-        "prompt_format": args.prompt_format,
+        "prompt_format": args.prompt_format if args.benchmark == "cruxeval" else None,
+        **({"set": generated.VERSION} if args.benchmark == "generated" else {}),
         **metrics,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -169,10 +171,11 @@ def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list
 
 
 def _table(summary: dict, stream) -> None:
+    what = f", prompt format {summary['prompt_format']}" if summary["prompt_format"] else ""
+    what += f", set {summary['set']}" if "set" in summary else ""
     stream.write(
         f"{summary['benchmark']} on {summary['problems']} problems, "
-        f"{summary['samples']} sample(s) each, temperature {summary['temperature']}, "
-        f"prompt format {summary['prompt_format']}\n"
+        f"{summary['samples']} sample(s) each, temperature {summary['temperature']}{what}\n"
     )
     for name, value in summary.items():
         if "/pass@" in name:

@@ -7,10 +7,21 @@ an answer is correct when the function, run on it in the sandbox, returns the go
 Inputs are read in expression mode (`dict(a=1)` and lambdas occur in the data and in answers),
 compiled under the same policy as programs and evaluated only inside the sandbox.
 
+An input answer is evaluated against its own instance of the program and may not bind names,
+so it cannot change the program it is judged with (see `selfplay.executor.policy`).
+
 Generation, judging and pass@k are the harness's (`harness.py`); what is CRUXEval's own is
 here: the problems, the prompt and answer parsing for each subset, the records. The prompt
-format is the solver's own (`selfplay`, as in training) or the benchmark's published one
-(`direct` or `cot`, see `cruxeval_formats.py`), so that scores compare with published tables.
+format is the benchmark's published one (`direct`, the default, or `cot`, see
+`cruxeval_formats.py`), so that scores compare with published tables, or the solver's own
+(`selfplay`, as in training). A subset's name says its format unless it is `direct`:
+`cruxeval_o`, `cruxeval_o_selfplay`, `cruxeval_i_cot`.
+
+Each record carries the problem's program, its gold input and output (as the data file writes
+them), the sample's index, the prompt format, how a wrong sample failed (`harness.failure`) and
+`trivial`: whether the copy answer solves the item (`selfplay.trivial`: the gold output given as
+the input for CRUXEval-I, the single input given as the output for CRUXEval-O), so that a
+report can set apart what copying alone gets right.
 """
 
 from __future__ import annotations
@@ -23,12 +34,14 @@ from selfplay.eval import cruxeval_formats, harness
 from selfplay.eval.harness import Sample
 from selfplay.judge import Judge
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
+from selfplay.trivial import copy_solves
 from selfplay.types import Answer, ParseFailure, Task
 
-__all__ = ["Problem", "load_problems", "evaluate", "PROMPT_FORMATS"]
+__all__ = ["Problem", "load_problems", "evaluate", "PROMPT_FORMATS", "subset_name"]
 
 SUBSETS = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}
-PROMPT_FORMATS = ("selfplay", *cruxeval_formats.STYLES)
+PROMPT_FORMATS = ("direct", "cot", "selfplay")
+DEFAULT_FORMAT = "direct"
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,13 @@ class Problem:
     input_task: Task  # CRUXEval-I
     input_text: str = ""  # the input and output as the data file writes them (the published
     output_text: str = ""  # prompts show these)
+    output_trivial: bool = False  # the input given as the output is right (CRUXEval-O)
+    input_trivial: bool = False  # the output given as the input is right (CRUXEval-I)
+
+
+def subset_name(subset: str, prompt_format: str) -> str:
+    """`cruxeval_o` in the published direct format, else suffixed: `cruxeval_o_selfplay`."""
+    return subset if prompt_format == DEFAULT_FORMAT else f"{subset}_{prompt_format}"
 
 
 def default_path() -> Path:
@@ -45,25 +65,27 @@ def default_path() -> Path:
 
 
 def load_problems(executor, path: str | Path | None = None, limit: int = 0) -> list[Problem]:
-    """The problems, with gold outputs recomputed (and checked) by the executor."""
+    """The problems, with gold outputs recomputed (and checked) by the executor and each
+    subset's copy answer judged (`Problem.output_trivial`, `input_trivial`)."""
     rows = records(path or default_path())
     rows = rows[:limit] if limit else rows
     verdicts = executor.validate([(r["code"], r["input"]) for r in rows], inputs="expression")
-    problems = []
+    tasks = []
     for row, v in zip(rows, verdicts, strict=True):
         if not v.ok:
             raise ValueError(f"CRUXEval {row['id']} does not validate: {v.reason} {v.detail}")
         pair = ((v.input,), (v.output,))
-        problems.append(
-            Problem(
-                row["id"],
+        tasks.append(
+            (
                 Task("deduction", row["code"], *pair, cpu_s=v.cpu_s),
                 Task("abduction", row["code"], *pair, cpu_s=v.cpu_s),
-                row["input"],
-                row["output"],
             )
         )
-    return problems
+    trivial = copy_solves(executor, [t for pair in tasks for t in pair], inputs="expression")
+    return [
+        Problem(row["id"], *pair, row["input"], row["output"], *trivial[2 * i : 2 * i + 2])
+        for i, (row, pair) in enumerate(zip(rows, tasks, strict=True))
+    ]
 
 
 def evaluate(
@@ -73,11 +95,11 @@ def evaluate(
     roles,
     params,
     ks: tuple[int, ...] = (1,),
-    prompt_format: str = "selfplay",
+    prompt_format: str = DEFAULT_FORMAT,
 ) -> tuple[dict[str, float], list[dict]]:
-    """(metrics, per-sample records) for both subsets; `params` are the SamplingParams,
-    `prompt_format` one of PROMPT_FORMATS. The judge reads predicted inputs as expressions,
-    whatever mode it was built with."""
+    """(metrics, per-sample records) for both subsets, named by `subset_name`; `params` are
+    the SamplingParams, `prompt_format` one of PROMPT_FORMATS. The judge reads predicted
+    inputs as expressions, whatever mode it was built with."""
     if prompt_format not in PROMPT_FORMATS:
         raise ValueError(f"prompt format {prompt_format!r}: choose from {PROMPT_FORMATS}")
     judge = replace(judge, inputs="expression")
@@ -95,6 +117,7 @@ def evaluate(
 
 def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, prompt_format):
     """One subset through the harness: its task, the prompt and parse of the format, its rows."""
+    name = subset_name(subset, prompt_format)
 
     def task(problem: Problem) -> Task:
         return problem.output_task if kind == "deduction" else problem.input_task
@@ -106,12 +129,21 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
         return answer.text if isinstance(answer, Answer) else answer
 
     def row(sample: Sample) -> dict:
+        problem = sample.problem
+        trivial = problem.output_trivial if kind == "deduction" else problem.input_trivial
         return {
-            "subset": subset,
-            "id": sample.problem.id,
+            "subset": name,
+            "id": problem.id,
+            "sample": sample.index,
+            "prompt_format": prompt_format,
+            "program": problem.output_task.program,
+            "input": problem.input_text,
+            "output": problem.output_text,
+            "trivial": trivial,
             "answer": sample.answer,
             "correct": sample.verdict.ok,
             "reason": sample.verdict.reason,
+            "failure": harness.failure(sample.answer, sample.verdict),
         }
 
     def prompt(problem: Problem):
@@ -128,7 +160,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
         params=params,
         read=read,
         task=task,
-        name=subset,
+        name=name,
         ks=ks,
         row=row,
     )

@@ -16,6 +16,12 @@ Generation stops at the end of the answer section unless the sampling parameters
 own stop strings. An answer that could not be read is not judged: its sample is wrong, with the
 parse failure's reason. With n samples per problem pass@1 is the mean share of correct samples
 and pass@k the unbiased estimator (`passk.py`); with n = 1 at temperature 0 it is greedy pass@1.
+
+Every record says how a wrong sample failed (`failure`): `unreadable` (no answer could be read
+from the text), `not_a_value` (an answer was read, but it is no value, or no argument list
+that evaluates: a syntax error, an undefined name, a construct refused), or `wrong_value` (a
+value the judge compares and finds wrong, or an input the program crashes or loops on). A gain
+from the first two is a gain in notation; only the third is a wrong value turned right.
 """
 
 from __future__ import annotations
@@ -28,7 +34,12 @@ from selfplay.eval.passk import pass_at_k_metrics
 from selfplay.extract import ANSWER_STOP
 from selfplay.types import ParseFailure, Verdict
 
-__all__ = ["Sample", "evaluate", "sample_record"]
+__all__ = ["FAILURES", "Sample", "evaluate", "failure", "sample_record"]
+
+FAILURES = ("unreadable", "not_a_value", "wrong_value")
+# Verdict reasons of an answer that is not a value (or not an argument list that evaluates):
+# refused before anything ran, or failing while its arguments were evaluated.
+_NOT_A_VALUE = ("answer:", "input:", "policy:", "syntax", "program_too_large")
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,15 @@ class Sample:
     verdict: Verdict
 
 
+def failure(answer: str | None, verdict: Verdict) -> str | None:
+    """How a sample failed (one of `FAILURES`, see the module doc), None when it is right."""
+    if verdict.ok:
+        return None
+    if answer is None:
+        return "unreadable"
+    return "not_a_value" if verdict.reason.startswith(_NOT_A_VALUE) else "wrong_value"
+
+
 def sample_record(name: str, sample: Sample, **fields) -> dict:
     """The usual per-sample record; `fields` (e.g. the gold answer) go before the answer."""
     return {
@@ -52,6 +72,7 @@ def sample_record(name: str, sample: Sample, **fields) -> dict:
         "answer": sample.answer,
         "correct": sample.verdict.ok,
         "reason": sample.verdict.reason,
+        "failure": failure(sample.answer, sample.verdict),
     }
 
 

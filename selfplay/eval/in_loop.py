@@ -10,6 +10,10 @@ and for MBPP and HumanEval a `CodeTestJudge` over a second executor widened for 
 code (`code_benchmarks.executor_config`), started at the first evaluation that needs it.
 Problems are loaded once.
 
+CRUXEval is asked in each of `run.eval_prompt_formats`: the published `direct` format by
+default (its subsets `cruxeval_o`, `cruxeval_i`), the solver's own beside it where a recipe asks
+(`cruxeval_o_selfplay`, ...).
+
 Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pass@1`,
 `eval/generated_deduction/pass@1`, `eval/gsm8k/pass@1`, ...); per-sample results go to
 `eval/<benchmark>-step<N>.jsonl` in the run folder. A benchmark whose data is missing stops the
@@ -60,8 +64,14 @@ class InLoopEval:
             if benchmark not in self.problems:
                 path = cfg.run.eval_data or None
                 self.problems[benchmark] = cruxeval.load_problems(self.executor, path, limit)
-            problems = self.problems[benchmark]
-            return cruxeval.evaluate(engine, self.judge, problems, roles, params)
+            problems, metrics, items = self.problems[benchmark], {}, []
+            for prompt_format in cfg.run.eval_prompt_formats:
+                scores, rows = cruxeval.evaluate(
+                    engine, self.judge, problems, roles, params, prompt_format=prompt_format
+                )
+                metrics.update(scores)
+                items += rows
+            return metrics, items
         if benchmark == "generated":
             if benchmark not in self.problems:
                 self.problems[benchmark] = generated.load_problems(self.executor, limit)

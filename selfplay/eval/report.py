@@ -1,36 +1,57 @@
 """What a run did, read from its folder: `selfplay report <run folder>`.
 
-Two parts, as JSON:
+Two parts:
 
 - `proposals`: the proposer's parse and valid rates per task type (`propose/parse_rate/<type>`,
   `propose/valid_rate/<type>` of `metrics.jsonl`), averaged over the first and the last
-  quarter of the run's steps (at least one step each), with the new tasks added per step.
+  quarter of the run's steps (at least one step each), with the new tasks added per step and
+  the share of valid proposals that were no new work (duplicates, copies, trivial tasks).
 - `benchmarks`: each benchmark of the in-loop evaluation (`eval/<benchmark>-step<N>.jsonl`)
   scored at its first and its last evaluated step, per subset (CRUXEval-O and -I, the generated
-  deduction and abduction tasks, ...), with the exact McNemar test on the items evaluated at
-  both (`paired.mcnemar_exact`, two-sided): before, after, delta, gained, lost, p-value.
-
-A run evaluated once (or never) has no `benchmarks` comparison; the report says so. A line of
-`metrics.jsonl` that cannot be read is skipped and counted (`unreadable_metric_lines`).
+  deduction and abduction tasks, ...), paired on the items evaluated at both.
 
 `selfplay report --compare BEFORE AFTER` pairs two evaluations made outside a run (the
 `samples.jsonl` that `selfplay eval --out` writes, or its folder) the same way, per subset: the
-base model and a run's checkpoint on a whole benchmark, say.
+base model and a run's checkpoint on a whole benchmark, say. Items are (subset, problem,
+sample): with several samples per problem every sample is paired.
+
+A paired subset reports, on all its items and on its non-trivial ones (those the copy answer
+does not solve, `selfplay.trivial`; records without `trivial` have no such split):
+before, after, delta, gained, lost and the exact McNemar p-value (`paired.mcnemar_exact`,
+two-sided); and how the items changed: the gained items by how the earlier answer failed and
+the lost ones by how the later answer failed (`unreadable`, `not_a_value`, `wrong_value`; see
+`harness.failure`), so that a gain in notation and a gain in reasoning are two numbers. The
+report is a table; `--json` prints the same as one object. A line of `metrics.jsonl` or of a
+per-sample file that cannot be read is skipped and counted.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
+from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact
+from selfplay.types import Verdict
 
-__all__ = ["report", "compare"]
+__all__ = ["report", "compare", "render"]
 
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
+_WASTE = ("propose/duplicate_share", "propose/trivial_share", "propose/contaminated_share")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One evaluated sample as a report reads it."""
+
+    correct: bool
+    failure: str | None  # how it failed (`harness.FAILURES`), None when right
+    trivial: bool | None  # the copy answer solves it; None when the record does not say
+    tag: str  # prompt format and set version, to tell apart evaluations that differ
 
 
 def report(folder: str | Path) -> dict:
@@ -79,11 +100,14 @@ def _proposals(rows: list[dict]) -> dict:
             out[f"{kind}/{rate}"] = [_mean(first, key), _mean(last, key)]
     out["new_tasks"] = [_mean(first, "propose/new_tasks"), _mean(last, "propose/new_tasks")]
     out["new_tasks_total"] = sum(r.get("propose/new_tasks", 0) for r in steps)
+    for key in _WASTE:
+        if any(key in r for r in steps):
+            out[key.split("/")[1]] = [_mean(first, key), _mean(last, key)]
     return out
 
 
 def _mean(rows: list[dict], key: str) -> float | None:
-    values = [r[key] for r in rows if isinstance(r.get(key), int | float)]
+    values = [r[key] for r in rows if isinstance(r.get(key), int | float) and r[key] == r[key]]
     return round(sum(values) / len(values), 4) if values else None
 
 
@@ -99,7 +123,9 @@ def _benchmarks(folder: Path) -> dict:
             out[benchmark] = {"note": f"evaluated only at step {min(by_step)}: nothing to compare"}
             continue
         first, last = min(by_step), max(by_step)
-        for subset, row in _paired(_items(by_step[first]), _items(by_step[last])).items():
+        before, _ = _items(by_step[first])
+        after, _ = _items(by_step[last])
+        for subset, row in _paired(before, after).items():
             out[subset] = {"steps": [first, last], **row}
     return out
 
@@ -114,40 +140,152 @@ def compare(before: str | Path, after: str | Path) -> dict:
         if not path.is_file():
             raise FileNotFoundError(f"no per-sample evaluation at {path}")
         paths.append(path)
-    first, last = _items(paths[0]), _items(paths[1])
+    (first, bad_first), (last, bad_last) = _items(paths[0]), _items(paths[1])
     if not first.keys() & last.keys():
         raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item")
-    return {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
-
-
-def _paired(before: dict[tuple, bool], after: dict[tuple, bool]) -> dict:
-    """Per subset: accuracy before and after on the shared items, and the McNemar test."""
-    out = {}
-    for subset in sorted({k[0] for k in before} | {k[0] for k in after}):
-        keys = sorted(k for k in before if k[0] == subset and k in after)
-        b, a = [before[k] for k in keys], [after[k] for k in keys]
-        gained, lost, p = mcnemar_exact(b, a)
-        n = max(1, len(keys))
-        out[subset] = {
-            "n": len(keys),
-            "before": round(sum(b) / n, 4),
-            "after": round(sum(a) / n, 4),
-            "delta": round((sum(a) - sum(b)) / n, 4),
-            "gained": gained,
-            "lost": lost,
-            "p_value": float(f"{p:.3g}"),
-        }
+    out = {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
+    if bad_first or bad_last:
+        out["unreadable_lines"] = [bad_first, bad_last]
     return out
 
 
-def _items(path: Path) -> dict[tuple, bool]:
-    """(subset, problem id, sample index) -> correct, from one per-sample file."""
-    items = {}
+def _paired(before: dict[tuple, Item], after: dict[tuple, Item]) -> dict:
+    """Per subset: the paired statistics on all shared items and on the non-trivial ones."""
+    out = {}
+    for subset in sorted({k[0] for k in before} | {k[0] for k in after}):
+        keys = sorted(k for k in before if k[0] == subset and k in after)
+        pairs = [(before[k], after[k]) for k in keys]
+        row = _stats(pairs)
+        tags = sorted({b.tag for b, _ in pairs} | {a.tag for _, a in pairs})
+        if len(tags) > 1:
+            row["warning"] = f"the two evaluations differ: {' vs '.join(tags)}"
+        if pairs and all(b.trivial is not None or a.trivial is not None for b, a in pairs):
+            hard = [(b, a) for b, a in pairs if not _trivial(b, a)]
+            row["trivial_items"] = len(pairs) - len(hard)
+            row["non_trivial"] = _stats(hard)
+        else:
+            row["non_trivial"] = None  # the records do not say which items copying solves
+        out[subset] = row
+    return out
+
+
+def _trivial(before: Item, after: Item) -> bool:
+    return bool(before.trivial if before.trivial is not None else after.trivial)
+
+
+def _stats(pairs: list[tuple[Item, Item]]) -> dict:
+    """Accuracy before and after, the McNemar test, and the changed items by failure."""
+    b, a = [x.correct for x, _ in pairs], [y.correct for _, y in pairs]
+    gained, lost, p = mcnemar_exact(b, a)
+    n = max(1, len(pairs))
+    gained_from = Counter(x.failure for x, y in pairs if y.correct and not x.correct)
+    lost_to = Counter(y.failure for x, y in pairs if x.correct and not y.correct)
+    return {
+        "n": len(pairs),
+        "before": round(sum(b) / n, 4),
+        "after": round(sum(a) / n, 4),
+        "delta": round((sum(a) - sum(b)) / n, 4),
+        "gained": gained,
+        "lost": lost,
+        "p_value": float(f"{p:.3g}"),
+        "gained_from": {kind: gained_from[kind] for kind in FAILURES},
+        "lost_to": {kind: lost_to[kind] for kind in FAILURES},
+        "failures": [
+            {kind: sum(x.failure == kind for x in side) for kind in FAILURES}
+            for side in ([x for x, _ in pairs], [y for _, y in pairs])
+        ],
+    }
+
+
+def _items(path: Path) -> tuple[dict[tuple, Item], int]:
+    """(subset, problem id, sample index) -> Item, from one per-sample file; and how many lines
+    could not be read. Records written before the fields existed are read as far as they go:
+    the failure from the answer and the reason, `trivial` unknown."""
+    items, bad = {}, 0
     for line in path.read_text().splitlines():
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
+            bad += 1
+            continue
+        if not isinstance(row, dict):
+            bad += 1
             continue
         subset = row.get("subset") or row.get("benchmark") or path.stem
-        items[(subset, str(row.get("id")), row.get("sample", 0))] = bool(row.get("correct"))
-    return items
+        correct = bool(row.get("correct"))
+        kind = row.get("failure", "")
+        if kind == "":  # an older record: derive it
+            verdict = Verdict(correct, str(row.get("reason", "")))
+            kind = failure(row.get("answer"), verdict)
+        tag = "/".join(str(row[k]) for k in ("prompt_format", "set") if k in row)
+        trivial = row.get("trivial")
+        items[(subset, str(row.get("id")), row.get("sample", 0))] = Item(
+            correct, kind, trivial if isinstance(trivial, bool) else None, tag or "unlabelled"
+        )
+    return items, bad
+
+
+# ---------------------------------------------------------------------------------------------
+# the table
+
+
+def render(result: dict) -> str:
+    """The report (of `report` or `compare`) as a table for the terminal."""
+    lines = []
+    if "run" in result:
+        lines.append(f"run {result['run']}: {result['steps']} steps")
+        lines += _render_proposals(result.get("proposals") or {})
+        subsets = result["benchmarks"]
+    else:
+        lines.append(f"before: {result['before']}\nafter:  {result['after']}")
+        subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
+    lines.append(
+        f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}"
+        f"{'gained':>8}{'lost':>6}{'p':>10}"
+    )
+    for subset, row in subsets.items():
+        if "note" in row:
+            lines.append(f"{subset:<28}{row['note']}")
+            continue
+        steps = f" (steps {row['steps'][0]}->{row['steps'][1]})" if "steps" in row else ""
+        lines.append(f"{subset}{steps}")
+        lines.append(_render_stats("all", row))
+        if row.get("non_trivial") is not None:
+            lines.append(_render_stats("non-trivial", row["non_trivial"]))
+            lines.append(_render_changes(row["non_trivial"]))
+        else:
+            lines.append(_render_changes(row))
+            lines.append("    (the records do not say which items copying solves)")
+        if "warning" in row:
+            lines.append(f"    warning: {row['warning']}")
+    return "\n".join(lines)
+
+
+def _render_proposals(proposals: dict) -> list[str]:
+    if not proposals:
+        return []
+    first, last = proposals["first_steps"], proposals["last_steps"]
+    lines = [f"proposals, steps {first[0]}-{first[1]} -> {last[0]}-{last[1]}:"]
+    for key, value in proposals.items():
+        if isinstance(value, list) and key not in ("first_steps", "last_steps"):
+            lines.append(f"  {key:<26}{_num(value[0]):>8} -> {_num(value[1])}")
+    lines.append(f"  new tasks in all: {proposals['new_tasks_total']}")
+    return lines
+
+
+def _render_stats(label: str, s: dict) -> str:
+    return (
+        f"  {label:<26}{s['n']:>6}{s['before']:>8.3f}{s['after']:>8.3f}"
+        f"{s['delta']:>+8.3f}{s['gained']:>8}{s['lost']:>6}{s['p_value']:>10.3g}"
+    )
+
+
+def _render_changes(s: dict) -> str:
+    def split(counts: dict) -> str:
+        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items())
+
+    return f"    gained from {split(s['gained_from'])}; lost to {split(s['lost_to'])}"
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)

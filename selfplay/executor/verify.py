@@ -132,5 +132,7 @@ def _score(executor, task: Task, indices: list[int], results) -> Verdict:
     if matched == len(expected):
         return Verdict(True, "ok", score=1.0, cpu_s=cpu)
     if failure is not None and not failure.ok:
-        return Verdict(False, failure.reason, score=score, cpu_s=cpu, detail=failure.detail)
+        # an answer's input that failed to evaluate is the answer's fault, as at compile time
+        reason = failure.reason.replace("input:", "answer:", 1)
+        return Verdict(False, reason, score=score, cpu_s=cpu, detail=failure.detail)
     return Verdict(False, "wrong_output", score=score, cpu_s=cpu)

@@ -129,6 +129,9 @@ def _describe(err: BaseException) -> tuple[str, str]:
         return "memory", "memory limit reached"
     if isinstance(err, values.ValueRejected):
         return err.reason, str(err)[:200]
+    if isinstance(err, _InputFailed):
+        kind = "".join(c for c in err.kind if c.isalnum() or c == "_")[:60] or "Exception"
+        return f"input:{kind}", str(err)
     name = type(err).__name__
     name = "".join(c for c in name if c.isalnum() or c == "_")[:60] or "Exception"
     try:
@@ -143,6 +146,28 @@ def _collect_args(*args, **kwargs) -> tuple:
 
 
 _LITERAL_ENV = dict(guards.LITERAL_NAMES, _args_=_collect_args)
+
+
+class _InputFailed(Exception):
+    """The input's own evaluation failed (an undefined name, an exception it raised), before
+    `f` was called: reported as `input:<exception>`, not as the program's crash."""
+
+    def __init__(self, err: BaseException) -> None:
+        super().__init__(str(err)[:200])
+        self.kind = type(err).__name__
+
+
+def _arguments(call, code, expression: bool) -> tuple:
+    """(args, kwargs) of one run's input."""
+    if not expression:
+        return eval(call, dict(_LITERAL_ENV))
+    namespace = _input_namespace(code)
+    try:
+        return eval(call, namespace)
+    except (guards.PolicyError, MemoryError):
+        raise  # reported as themselves: policy:<rule>, memory
+    except Exception as err:  # noqa: BLE001 - any exception of the input's own code
+        raise _InputFailed(err) from None
 
 
 def _input_namespace(code) -> dict:
@@ -169,7 +194,7 @@ def execute(code, call, expression: bool, cpu_limit: float, limits: values.Limit
         if not callable(entry):
             reason, detail = "no_f", "the program does not define a callable f"
         else:
-            args, kwargs = eval(call, _input_namespace(code) if expression else dict(_LITERAL_ENV))
+            args, kwargs = _arguments(call, code, expression)
             output = values.canonical(entry(*args, **kwargs), limits)
         namespace.clear()
     except BaseException as err:  # the program's failure is a result, not an error

@@ -45,16 +45,18 @@ def executor():
 def test_gold_answers_score_one_and_wrong_ones_zero(executor):
     problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"), limit=4)
     assert [p.id for p in problems] == ["sample_0", "sample_1", "sample_2", "sample_3"]
-    wrap = "<answer>\n```{}\n{}\n```\n</answer>".format
-    # CRUXEval-O: problem 0 right twice, 1 right once, 2 wrong twice, 3 unreadable and right
+    out = "[ANSWER]\nassert f({}) == {}\n".format
+    # CRUXEval-O: problem 0 right twice, 1 right once and unquoted once, 2 wrong twice, 3
+    # unreadable and right
+    p = problems
     outputs = [
-        [wrap("output", problems[0].output_task.outputs[0])] * 2,
-        [wrap("output", problems[1].output_task.outputs[0]), wrap("output", "'no'")],
-        [wrap("output", "12345678"), wrap("output", "None")],
-        ["I do not know", wrap("output", problems[3].output_task.outputs[0])],
+        [out(p[0].input_text, p[0].output_text)] * 2,
+        [out(p[1].input_text, p[1].output_text), out(p[1].input_text, "{1: None, 2: no}")],
+        [out(p[2].input_text, "12345678"), out(p[2].input_text, "None")],
+        ["", out(p[3].input_text, p[3].output_text)],  # nothing written
     ]
     # CRUXEval-I: the gold input is right; any other input is judged by running f on it
-    inputs = [[wrap("input", p.input_task.inputs[0])] * 2 for p in problems]
+    inputs = [[out(q.input_text, q.output_text)] * 2 for q in problems]
     engine = ScriptedEngine([outputs, inputs])
     params = SamplingParams(n=2, temperature=0.8)
     metrics, items = evaluate(engine, Judge(executor), problems, None, params, ks=(1, 2))
@@ -62,8 +64,41 @@ def test_gold_answers_score_one_and_wrong_ones_zero(executor):
     assert metrics["cruxeval_o/pass@2"] == pytest.approx(3 / 4)
     assert metrics["cruxeval_i/pass@1"] == metrics["cruxeval_i/pass@2"] == 1.0
     assert len(items) == 16
-    unreadable = [i for i in items if i["subset"] == "cruxeval_o" and i["answer"] is None]
-    assert len(unreadable) == 1 and not unreadable[0]["correct"]
+    o = [i for i in items if i["subset"] == "cruxeval_o"]
+    assert [(i["id"], i["sample"]) for i in o[:4]] == [
+        ("sample_0", 0),
+        ("sample_0", 1),
+        ("sample_1", 0),
+        ("sample_1", 1),
+    ]
+    assert [i["failure"] for i in o] == [
+        *(None, None, None, "not_a_value"),
+        *("wrong_value", "wrong_value", "unreadable", None),
+    ]
+    first = o[0]
+    assert first["program"].startswith("def f(nums):") and first["prompt_format"] == "direct"
+    assert (first["input"], first["output"]) == (p[0].input_text, p[0].output_text)
+    # sample_2 returns its input unchanged: copying is right both ways
+    assert [i["trivial"] for i in o[::2]] == [False, False, True, False]
+    i_rows = [i for i in items if i["subset"] == "cruxeval_i"]
+    assert [i["trivial"] for i in i_rows[::2]] == [False, False, True, False]
+
+
+def test_the_copy_answer_is_judged_as_the_evaluation_judges(executor):
+    """`trivial` is what the copy answer gets from the judge: on CRUXEval-O the single input
+    given as the output (several arguments: never), on CRUXEval-I the output given as the
+    input. Counted on all 800 problems, as the figures in the README say."""
+    problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"))
+    assert len(problems) == 800
+    assert sum(p.output_trivial for p in problems) == 68
+    assert sum(p.input_trivial for p in problems) == 181
+    by_id = {p.id: p for p in problems}
+    assert by_id["sample_2"].output_trivial  # its output is its input
+    assert not by_id["sample_3"].output_trivial  # two arguments
+    judge = Judge(executor, inputs="expression")
+    for p in problems[:40]:
+        [[i_copy]] = judge.judge([(p.input_task, [p.input_task.output])])
+        assert i_copy.ok == p.input_trivial, p.id
 
 
 def test_eval_command_on_a_model_folder(tmp_path, tiny_model_dir, capsys):
@@ -94,13 +129,21 @@ def test_eval_command_on_a_model_folder(tmp_path, tiny_model_dir, capsys):
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["problems"] == 3 and summary["samples"] == 2
-    assert summary["prompt_format"] == "selfplay"
+    assert summary["prompt_format"] == "direct"
     for name in ("cruxeval_o/pass@1", "cruxeval_o/pass@2", "cruxeval_i/pass@1"):
         assert 0.0 <= summary[name] <= 1.0
     lines = (out / "samples.jsonl").read_text().splitlines()
     assert len(lines) == 3 * 2 * 2  # problems x samples x subsets
     printed = capsys.readouterr().out
-    assert "cruxeval_o/pass@1" in printed and "prompt format selfplay" in printed
+    assert "cruxeval_o/pass@1" in printed and "prompt format direct" in printed
+    rows = [json.loads(line) for line in lines]
+    assert [(r["id"], r["sample"]) for r in rows[:4]] == [
+        ("sample_0", 0),
+        ("sample_0", 1),
+        ("sample_1", 0),
+        ("sample_1", 1),
+    ]
+    assert {"program", "input", "output", "trivial", "failure"} <= rows[0].keys()
 
 
 CODE = "def f(d):\n    return {k: v for k, v in d.items()}"

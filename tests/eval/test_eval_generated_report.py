@@ -5,6 +5,7 @@ with the exact McNemar test (answers scripted, so every number is known)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -12,7 +13,7 @@ from selfplay.cli import main
 from selfplay.config import load
 from selfplay.eval import generated
 from selfplay.eval.in_loop import InLoopEval
-from selfplay.eval.report import report
+from selfplay.eval.report import compare, report
 from tests.eval.test_eval_cruxeval import ScriptedEngine
 
 WRAP = "<answer>\n```{}\n{}\n```\n</answer>".format
@@ -86,18 +87,41 @@ def test_generated_tasks_are_evaluated_and_the_report_pairs_them(tmp_path, execu
     assert proposals["deduction/valid_rate"] == [0.0, 0.75]
     assert proposals["new_tasks"] == [0, 3] and proposals["new_tasks_total"] == 6
     deduction = got["benchmarks"]["generated_deduction"]
-    assert deduction == {
+    assert {k: deduction[k] for k in ("steps", "n", "before", "after", "delta")} == {
         "steps": [0, 4],
         "n": 3,
         "before": 0.3333,
         "after": 1.0,
         "delta": 0.6667,
-        "gained": 2,
-        "lost": 0,
-        "p_value": 0.5,  # two discordant items, both gained: 2 x (1/2)^2
     }
+    assert (deduction["gained"], deduction["lost"]) == (2, 0)
+    assert deduction["p_value"] == 0.5  # two discordant items, both gained: 2 x (1/2)^2
+    # one gain from a wrong value, one from an unreadable answer; no item is trivial
+    assert deduction["gained_from"] == {"unreadable": 1, "not_a_value": 0, "wrong_value": 1}
+    assert deduction["trivial_items"] == 0 and deduction["non_trivial"]["gained"] == 2
     abduction = got["benchmarks"]["generated_abduction"]
     assert (abduction["gained"], abduction["lost"], abduction["p_value"]) == (1, 0, 1.0)
+    assert {r["set"] for r in rows} == {generated.VERSION}
+
+
+def test_the_generated_set_holds_no_trivial_task(executor):
+    """Frozen anew (generated-v2): not the seed, no program whose output equals its input or
+    does not move with it, none that ignores its input, nothing copying solves."""
+    from selfplay.loop import IDENTITY_SEED
+    from selfplay.proposer.canonical import canonical_program
+    from selfplay.trivial import copy_solves, trivial_reasons
+
+    problems = generated.load_problems(executor)
+    tasks = [p.task for p in problems]
+    assert len(tasks) == 2 * generated.DEFAULT_PROBLEMS
+    seed = canonical_program(IDENTITY_SEED[0])
+    assert not any(canonical_program(t.program) == seed for t in tasks)
+    assert not any(copy_solves(executor, tasks))
+    assert not any(p.trivial for p in problems)
+    assert not any(trivial_reasons(executor, tasks))
+    identity_like = copy_solves(executor, [replace(t, type="deduction") for t in tasks])
+    assert not any(identity_like)  # no output equals its input, abduction items included
+    assert len({(t.type, t.program, t.input) for t in tasks}) == len(tasks)
 
 
 def test_eval_command_on_the_generated_tasks(tmp_path, tiny_model_dir, capsys):
@@ -123,7 +147,7 @@ def test_report_of_a_run_evaluated_once_and_the_command(tmp_path, capsys):
     (tmp_path / "eval/cruxeval-step000000.jsonl").write_text(
         json.dumps({"subset": "cruxeval_o", "id": "0", "correct": True}) + "\n"
     )
-    assert main(["report", str(tmp_path)]) == 0
+    assert main(["report", str(tmp_path), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["benchmarks"] == {
         "cruxeval": {"note": "evaluated only at step 0: nothing to compare"}
@@ -145,13 +169,14 @@ def test_report_compares_two_evaluations_made_outside_a_run(tmp_path, capsys):
 
     write(tmp_path / "base", {"cruxeval_o": [0, 0, 0, 1] * 5, "cruxeval_i": [1, 0]})
     write(tmp_path / "trained", {"cruxeval_o": [1, 1, 0, 1] * 5, "cruxeval_i": [1, 0, 1]})
-    argv = ["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]
+    argv = ["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained"), "--json"]
     assert main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
     o, i = printed["cruxeval_o"], printed["cruxeval_i"]
     assert (o["n"], o["before"], o["after"], o["gained"], o["lost"]) == (20, 0.25, 0.75, 10, 0)
     assert o["p_value"] == pytest.approx(2 / 2**10, rel=3e-3)  # rounded to 3 digits
     assert i["n"] == 2 and (i["gained"], i["lost"], i["p_value"]) == (0, 0, 1.0)  # shared items
+    assert o["non_trivial"] is None  # these records do not say which items copying solves
     assert main(["report"]) == 2 and "--compare" in capsys.readouterr().err
     assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "none")]) != 0
     assert "no per-sample evaluation" in capsys.readouterr().err
@@ -163,3 +188,67 @@ def executor():
 
     with Executor() as ex:
         yield ex
+
+
+def _record(i: int, sample: int, correct: bool, failure: str | None, trivial: bool) -> dict:
+    answer = None if failure == "unreadable" else "x"
+    return dict(
+        subset="cruxeval_i",
+        id=f"sample_{i}",
+        sample=sample,
+        correct=correct,
+        failure=failure,
+        trivial=trivial,
+        prompt_format="direct",
+        answer=answer,
+    )
+
+
+def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsys):
+    """Problems 0-3 are trivial (copying solves them), 4-9 are not; two samples each. The
+    trained model gains every trivial sample and, of the others, 2 samples once unreadable,
+    3 once not a value and 1 once a wrong value; it loses 1 sample to a wrong value."""
+    base, trained = [], []
+    for i in range(10):
+        for sample in range(2):
+            trivial = i < 4
+            base.append(_record(i, sample, False, "wrong_value", trivial))
+            trained.append(_record(i, sample, trivial, None if trivial else "wrong_value", trivial))
+    changes = {
+        (4, 0): "unreadable",
+        (4, 1): "unreadable",
+        (5, 0): "not_a_value",
+        (5, 1): "not_a_value",
+        (6, 0): "not_a_value",
+        (7, 0): "wrong_value",
+    }
+    for (i, sample), failed in changes.items():
+        base[2 * i + sample] = _record(i, sample, False, failed, False)
+        trained[2 * i + sample] = _record(i, sample, True, None, False)
+    base[18] = _record(9, 0, True, None, False)  # lost to a wrong value
+    for name, rows in (("base", base), ("trained", trained)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]
+    assert (got["n"], got["gained"], got["lost"]) == (20, 14, 1)  # every sample is paired
+    assert got["trivial_items"] == 8
+    hard = got["non_trivial"]
+    assert (hard["n"], hard["gained"], hard["lost"]) == (12, 6, 1)
+    assert hard["gained_from"] == {"unreadable": 2, "not_a_value": 3, "wrong_value": 1}
+    assert hard["lost_to"] == {"unreadable": 0, "not_a_value": 0, "wrong_value": 1}
+    assert hard["p_value"] == pytest.approx(0.125)  # 7 discordant, 1 against: 2 x 8 / 128
+    assert got["p_value"] < 0.001 and "warning" not in got
+    argv = ["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert (
+        "non-trivial" in table and "gained from unreadable 2, not a value 3, wrong value 1" in table
+    )
+
+    (tmp_path / "trained" / "samples.jsonl").write_text(
+        "".join(json.dumps({**r, "prompt_format": "selfplay"}) + "\n" for r in trained)
+    )
+    assert (
+        "direct vs selfplay"
+        in compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]["warning"]
+    )

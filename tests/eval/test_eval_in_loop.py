@@ -27,10 +27,11 @@ def test_each_benchmark_is_scored_by_its_judge_and_logged_per_step(tmp_path):
     crux = records(require_data("cruxeval/cruxeval.jsonl"))[:2]
     gsm = math_benchmarks.load_problems("gsm8k", require_data("gsm8k/test.jsonl"), limit=2)
     mbpp = code_benchmarks.load_problems("mbpp", require_data("mbpp/mbpp.jsonl"), limit=2)
-    wrap = "<answer>\n```{}\n{}\n```\n</answer>".format
+    direct = "[ANSWER]\nassert f({}) == {}\n".format  # the published format, the default
     answers = [
-        [[wrap("output", crux[0]["output"])], [wrap("output", "'no'")]],  # CRUXEval-O: 1 of 2
-        [[wrap("input", row["input"])] for row in crux],  # CRUXEval-I: 2 of 2
+        # CRUXEval-O: 1 of 2
+        [[direct(crux[0]["input"], crux[0]["output"])], [direct(crux[1]["input"], "'no'")]],
+        [[direct(row["input"], row["output"])] for row in crux],  # CRUXEval-I: 2 of 2
         [[f"<answer>\\boxed{{{gsm[0].gold}}}</answer>"], ["<answer>\\boxed{-1}</answer>"]],
         [[f"```python\n{mbpp[0].record['code']}\n```"], ["no code at all"]],
     ]
@@ -62,6 +63,38 @@ def test_each_benchmark_is_scored_by_its_judge_and_logged_per_step(tmp_path):
         ("12", False, "no_code"),
     ]
     assert [i["correct"] for i in lines["gsm8k-step000004.jsonl"]] == [True, False]
+
+
+def test_cruxeval_in_the_solvers_format_beside_the_published_one(tmp_path, executor):
+    crux = records(require_data("cruxeval/cruxeval.jsonl"))[:1]
+    direct = "[ANSWER]\nassert f({}) == {}\n".format(crux[0]["input"], crux[0]["output"])
+    wrap = "<answer>\n```{}\n{}\n```\n</answer>".format
+    answers = [
+        [[direct]],
+        [[direct]],
+        [[wrap("output", crux[0]["output"])]],
+        [[wrap("input", "'wrong'")]],
+    ]
+    config = load(
+        None,
+        ["run.eval_problems=1", "run.eval_prompt_formats=[direct, selfplay]", "roles.think=false"],
+    )
+    metrics = InLoopEval(config, executor, None)(ScriptedEngine(answers), tmp_path, 0)
+    assert metrics == {
+        "eval/cruxeval_o/pass@1": 1.0,
+        "eval/cruxeval_i/pass@1": 1.0,
+        "eval/cruxeval_o_selfplay/pass@1": 1.0,
+        "eval/cruxeval_i_selfplay/pass@1": 0.0,
+    }
+    rows = [json.loads(x) for x in (tmp_path / "eval/cruxeval-step000000.jsonl").open()]
+    assert [(r["subset"], r["prompt_format"]) for r in rows] == [
+        ("cruxeval_o", "direct"),
+        ("cruxeval_i", "direct"),
+        ("cruxeval_o_selfplay", "selfplay"),
+        ("cruxeval_i_selfplay", "selfplay"),
+    ]
+    with pytest.raises(ConfigError, match="eval_prompt_formats"):
+        load(None, ["run.eval_prompt_formats=[]"])
 
 
 def test_a_run_evaluates_before_its_first_step_and_every_eval_every(tmp_path, tiny_model_dir):

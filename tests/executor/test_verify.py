@@ -47,6 +47,20 @@ def test_abduction_accepts_any_input_that_gives_the_output(executor):
     assert verdicts[5].reason == "answer:not_literal"
 
 
+def test_an_expression_input_that_fails_is_the_answers_fault(executor):
+    """A benchmark's input answer (expression mode) that cannot be evaluated (an undefined
+    name, an exception of its own) is refused as `answer:<exception>`, not counted as the
+    program's crash: the evaluation reports it as no value, apart from wrong values."""
+    task = validated_task(executor, "abduction")
+    answers = ["[3, 1, x], 2", "[1][5], 2", "[3, 1, 2], 2", "None, 2"]
+    verdicts = executor.verify(task, answers, inputs="expression")
+    assert [v.reason for v in verdicts] == [
+        "answer:NameError", "answer:IndexError", "ok", "crash:TypeError"
+    ]  # fmt: skip
+    [validated] = executor.validate([(PROGRAM, "[1, y], 2")], inputs="expression")
+    assert validated.reason == "input:NameError"
+
+
 def test_induction_scores_the_fraction_of_hidden_pairs(executor):
     inputs = ("[1], 1", "[2, 1], 3", "[0], 5", "[4, 4], 0")
     task = validated_task(executor, "induction", inputs=inputs)

@@ -1,0 +1,201 @@
+"""Trivial answers and trivial tasks: what is right without reasoning.
+
+The copy answer restates what a task shows:
+
+    deduction   the input given as the output (a call with one positional argument)
+    abduction   the output given as the input
+    induction   none (the solver writes a program)
+
+An item its copy answer solves is trivial (`copy_solves`). Evaluations mark such items, so that
+a report can tell a solver that learned to copy from one that learned to trace: on CRUXEval-I
+the gold output given as the input is right on 181 of 800 problems, on CRUXEval-O the input
+given as the output on 68.
+
+A proposed task is trivial (`trivial_reasons`) when it is no work for a solver:
+
+    copy           its copy answer solves it; an induction task, when every output equals its
+                   input
+    ignores_input  its function `f` reads none of its parameters
+    constant       its output does not move with its input: every probe input (the given input
+                   with one argument changed, `probe_inputs`) that runs gives the same output;
+                   an induction task, when all of its outputs are equal
+
+The curriculum keeps trivial proposals out of the pool and pays them the duplicate penalty
+(`stages.store_tasks`). Every judgement runs in the sandbox (the executor): the trusted side
+only parses the literal inputs it already normalised to build the probes.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterator, Sequence
+
+from selfplay.types import Task
+
+__all__ = ["copy_solves", "ignores_input", "probe_inputs", "trivial_reasons"]
+
+# The copy answer of a deduction task, computed in the sandbox: the value of the one argument.
+_ONE_ARGUMENT = (
+    "def f(*args, **kwargs):\n"
+    "    if len(args) != 1 or kwargs:\n"
+    "        raise TypeError('not one positional argument')\n"
+    "    return args[0]"
+)
+PROBES = 6  # probe inputs run per deduction or abduction task
+_MIN_PROBES = 2  # a task is constant only if at least this many probes ran
+
+
+def copy_solves(executor, tasks: Sequence[Task], inputs: str = "literal") -> list[bool]:
+    """Per task, whether its copy answer solves it (`inputs`: how its inputs are read, the
+    executor's input mode). Math tasks have none: False."""
+    values = _argument_values(executor, tasks, inputs)
+    abduction = [i for i, t in enumerate(tasks) if t.type == "abduction"]
+    verdicts = executor.verify_many([(tasks[i], [tasks[i].output]) for i in abduction], inputs)
+    out = [False] * len(tasks)
+    for i, [verdict] in zip(abduction, verdicts, strict=True):
+        out[i] = verdict.ok
+    for i, task in enumerate(tasks):
+        if task.type in ("deduction", "induction"):
+            out[i] = all(v == o for v, o in zip(values[i], task.outputs, strict=True))
+    return out
+
+
+def _argument_values(executor, tasks: Sequence[Task], inputs: str) -> list[list[str | None]]:
+    """Per deduction or induction task, the canonical value of each input's one positional
+    argument (None where the input is not one such argument), from one executor call."""
+    owners = [
+        (i, j)
+        for i, t in enumerate(tasks)
+        if t.type in ("deduction", "induction")
+        for j in range(len(t.inputs))
+    ]
+    cases = [(_ONE_ARGUMENT, tasks[i].inputs[j]) for i, j in owners]
+    verdicts = executor.validate(cases, inputs=inputs) if cases else []
+    values: list[list[str | None]] = [[] for _ in tasks]
+    for (i, _), verdict in zip(owners, verdicts, strict=True):
+        values[i].append(verdict.output if verdict.ok else None)
+    return values
+
+
+def ignores_input(program: str) -> bool:
+    """Whether the program's `f` reads none of its parameters (or has none): its output cannot
+    depend on its input. False when there is no `f` to read, or when `f` could read its
+    parameters indirectly (`locals()`, `vars()`)."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    entry = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "f"]
+    if not entry:
+        return False
+    f = entry[-1]
+    a = f.args
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    params |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+    read = {
+        n.id
+        for statement in f.body
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+    return not (params & read) and not read & {"locals", "vars"}
+
+
+def probe_inputs(text: str, count: int = PROBES) -> list[str]:
+    """Up to `count` inputs like `text` (a literal argument list, as the executor normalised
+    it) with one argument changed each: an int moved, a string lengthened, shortened or
+    reversed, a container with an item dropped or added, a bool flipped. The first change of
+    every argument comes before the second of any, so that each argument is probed."""
+    try:
+        call = ast.parse(f"f({text}\n)", mode="eval").body
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return []
+    if any(k is None for k in kwargs):
+        return []
+    slots = [("arg", i) for i in range(len(args))] + [("kw", k) for k in kwargs]
+    changes = [list(_variants(args[key] if kind == "arg" else kwargs[key])) for kind, key in slots]
+    probes: list[str] = []
+    for round_ in range(max((len(c) for c in changes), default=0)):
+        for (kind, key), own in zip(slots, changes, strict=True):
+            if round_ >= len(own) or len(probes) >= count:
+                continue
+            new_args, new_kwargs = list(args), dict(kwargs)
+            if kind == "arg":
+                new_args[key] = own[round_]
+            else:
+                new_kwargs[key] = own[round_]
+            probe = _text(new_args, new_kwargs)
+            if probe is not None and probe != text and probe not in probes:
+                probes.append(probe)
+    return probes
+
+
+def _variants(value) -> Iterator:
+    """Values of the same type as `value`, a small step away from it."""
+    if isinstance(value, bool):
+        yield not value
+    elif isinstance(value, int):
+        yield from (value + 1, value - 3, 2 * value + 7)
+    elif isinstance(value, float):
+        if math.isfinite(value):
+            yield from (value + 1.5, -value - 0.5)
+    elif isinstance(value, str):
+        yield from (value + "xa", value[1:] if value else "b", value[::-1] + "e")
+    elif isinstance(value, list | tuple):
+        kind = type(value)
+        yield from (kind(value[:-1]), kind([*value, *value[:1]] or [1]), kind(value[::-1]))
+    elif isinstance(value, dict):
+        items = list(value.items())
+        yield dict(items[:-1])
+        if items:
+            yield dict(items[1:] + items[:1])
+    elif isinstance(value, set | frozenset):
+        yield type(value)(list(value)[:-1])
+
+
+def _text(args: list, kwargs: dict) -> str | None:
+    """The argument list's text, or None where a value has no literal text (a frozenset)."""
+    text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    try:
+        call = ast.parse(f"f({text}\n)", mode="eval").body
+        for node in (*call.args, *(k.value for k in call.keywords)):
+            ast.literal_eval(node)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return text
+
+
+def trivial_reasons(executor, tasks: Sequence[Task]) -> list[str]:
+    """Per task, why it is trivial (`copy`, `ignores_input`, `constant`; see the module doc),
+    or "" when it is not. Three executor calls for the whole batch; math tasks are never
+    trivial here (their program takes no input)."""
+    copies = copy_solves(executor, tasks)
+    probed = [
+        (i, probe)
+        for i, t in enumerate(tasks)
+        if t.type in ("deduction", "abduction")
+        for probe in probe_inputs(t.input)
+    ]
+    verdicts = executor.validate([(tasks[i].program, p) for i, p in probed]) if probed else []
+    outputs: list[list[str]] = [[] for _ in tasks]
+    for (i, _), verdict in zip(probed, verdicts, strict=True):
+        if verdict.ok:
+            outputs[i].append(verdict.output)
+    reasons = []
+    for task, copy, own in zip(tasks, copies, outputs, strict=True):
+        if task.type == "math":
+            reasons.append("")
+        elif copy:
+            reasons.append("copy")
+        elif ignores_input(task.program):
+            reasons.append("ignores_input")
+        elif task.type == "induction":
+            reasons.append("constant" if len(set(task.outputs)) == 1 else "")
+        elif len(own) >= _MIN_PROBES and all(o == task.output for o in own):
+            reasons.append("constant")
+        else:
+            reasons.append("")
+    return reasons

@@ -1,0 +1,113 @@
+"""Trivial answers and tasks (`selfplay.trivial`): the copy answer judged in the sandbox, and
+the proposals that are no work for a solver, one kind per test."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.trivial import copy_solves, ignores_input, probe_inputs, trivial_reasons
+from selfplay.types import Task
+
+
+def task(executor, kind: str, program: str, given: str) -> Task:
+    [verdict] = executor.validate([(program, given)])
+    assert verdict.ok, verdict
+    return Task(kind, program, (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s)
+
+
+def test_the_copy_answer_of_output_prediction_is_the_single_input(executor):
+    tasks = [
+        task(executor, "deduction", "def f(a):\n    return a", "'Hello World'"),  # the seed
+        task(executor, "deduction", "def f(a):\n    return sorted(a)", "[1, 2, 3]"),
+        task(executor, "deduction", "def f(a):\n    return sorted(a)", "[3, 2, 1]"),
+        task(executor, "deduction", "def f(a, b):\n    return a", "1, 2"),  # two arguments
+        task(executor, "deduction", "def f(a):\n    return a", "a=1"),  # not positional
+    ]
+    assert copy_solves(executor, tasks) == [True, True, False, False, False]
+
+
+def test_the_copy_answer_of_input_prediction_is_the_output(executor):
+    tasks = [
+        task(executor, "abduction", "def f(s):\n    return s.upper()", "'cat'"),  # idempotent
+        task(executor, "abduction", "def f(s):\n    return s + 'a'", "'cat'"),
+        task(executor, "abduction", "def f(xs):\n    return len(xs)", "[1, 2]"),  # f(2) crashes
+    ]
+    assert copy_solves(executor, tasks) == [True, False, False]
+
+
+def test_benchmark_inputs_written_as_expressions(executor):
+    given = Task("deduction", "def f(d):\n    return d", ("dict(a=1)",), ("{'a': 1}",))
+    assert copy_solves(executor, [given], inputs="expression") == [True]
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        ("def f(a):\n    return 5", True),
+        ("def f(a):\n    b = 2\n    return b", True),
+        ("def f():\n    return 5", True),
+        ("def f(a):\n    return a", False),
+        ("def f(*args):\n    return len(args)", False),
+        ("def f(a):\n    return len(locals())", False),  # reads its parameters indirectly
+        ("def g(a):\n    return 5", False),  # no f: not for this check to say
+        ("def f(a):\n    return 1\ndef f(a):\n    return a", False),  # the last f is called
+    ],
+)
+def test_a_function_that_reads_no_parameter_ignores_its_input(program, expected):
+    assert ignores_input(program) is expected
+
+
+def test_probes_change_one_argument_at_a_time():
+    probes = probe_inputs("[1, 2], 'ab'")
+    assert probes[:2] == ["[1], 'ab'", "[1, 2], 'abxa'"]  # the first change of each argument
+    assert len(probes) == 6 and len(set(probes)) == 6
+    assert all(p != "[1, 2], 'ab'" for p in probes)
+    assert probe_inputs("True") == ["False"]
+    assert probe_inputs("x={'a': 1, 'b': 2}") == ["x={'a': 1}", "x={'b': 2, 'a': 1}"]
+    assert probe_inputs("") == [] and probe_inputs("None") == []
+
+
+def test_an_output_that_no_probe_moves_is_constant(executor):
+    tasks = [
+        task(executor, "deduction", "def f(s):\n    t = s\n    return 'x'", "'abc'"),
+        task(executor, "deduction", "def f(n):\n    return n - n", "4"),
+        task(executor, "deduction", "def f(n):\n    return n * 2", "4"),
+        # the probes move the output (1 to 0): not constant
+        task(executor, "abduction", "def f(s):\n    return int(s == 'abc')", "'abc'"),
+    ]
+    assert trivial_reasons(executor, tasks) == ["constant", "constant", "", ""]
+
+
+def test_trivial_reasons_of_each_kind(executor):
+    tasks = [
+        task(executor, "deduction", "def f(a):\n    return a", "'Hello World'"),
+        task(executor, "deduction", "def f(a):\n    return 'Hello'", "'Hello World'"),
+        task(executor, "abduction", "def f(a):\n    return a[::-1] + 'x'", "'Hello'"),
+        Task(
+            "induction",
+            "def f(a):\n    return a",
+            ("1", "2", "3", "4"),
+            ("1", "2", "3", "4"),
+            "m",
+            2,
+        ),
+        Task("induction", "def f(a):\n    return a % 2", ("2", "4", "6", "8"), ("0",) * 4, "m", 2),
+        Task(
+            "induction",
+            "def f(a):\n    return a * 2",
+            ("1", "2", "3", "4"),
+            ("2", "4", "6", "8"),
+            "m",
+            2,
+        ),
+        Task("math", "def f():\n    return 4", ("",), ("4",), "Two and two?"),
+    ]
+    assert trivial_reasons(executor, tasks) == [
+        "copy",
+        "ignores_input",
+        "",
+        "copy",
+        "constant",
+        "",
+        "",
+    ]
