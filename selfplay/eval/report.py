@@ -240,8 +240,7 @@ def render(result: dict) -> str:
         lines.append(f"before: {result['before']}\nafter:  {result['after']}")
         subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
     lines.append(
-        f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}"
-        f"{'gained':>8}{'lost':>6}{'p':>10}"
+        f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}{'gained':>8}{'lost':>6}{'p':>10}"
     )
     for subset, row in subsets.items():
         if "note" in row:
