@@ -11,6 +11,9 @@ from selfplay.types import TASK_TYPES
 
 __all__ = ["LEARNABILITY_SHAPES", "LearnabilityShape", "CurriculumConfig"]
 
+#: the benchmarks whose programs a proposal may not reproduce (`selfplay.datasets.contamination`)
+Decontaminated = Literal["cruxeval", "humaneval", "mbpp"]
+
 #: the shapes of `selfplay.curriculum.sampler.SHAPES` (a test keeps them equal)
 LearnabilityShape = Literal["azr", "rzero_band", "rzero_peak", "variance"]
 LEARNABILITY_SHAPES: tuple[LearnabilityShape, ...] = get_args(LearnabilityShape)
@@ -76,6 +79,16 @@ class CurriculumConfig(Checked):
     reference_candidates: int = knob(4, "candidates drawn per reference slot before diversifying")
     reference_max_similarity: float = knob(
         0.7, "largest token Jaccard similarity between two references of one prompt"
+    )
+    keep_trivial: bool = knob(
+        False,
+        "let trivial proposals into the pool (copying answers them, or their output does not "
+        "move with their input: selfplay/trivial.py); by default they stay out, as duplicates",
+    )
+    decontaminate: tuple[Decontaminated, ...] = knob(
+        ("cruxeval", "humaneval", "mbpp"),
+        "benchmarks whose programs a proposal may not reproduce: such a proposal stays out of "
+        "the pool, as a duplicate (their data under $SELFPLAY_DATA; absent data is skipped)",
     )
     seed_visible_fraction: float = knob(
         0.5, "share of an imported induction task's pairs shown to the solver; the rest are hidden"

@@ -35,6 +35,7 @@ import yaml
 from selfplay import semi, stages
 from selfplay.config import Config, RunConfig, to_dict
 from selfplay.curriculum import Provenance
+from selfplay.datasets.contamination import BenchmarkPrograms
 from selfplay.distributed import Ranks, SharedStore
 from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import load_model
@@ -86,6 +87,8 @@ class Run:
     imports: list[ImportReport] | None = None  # reports of the labeled sets imported at the start
     selection_log: SelectionLog | None = None  # when curriculum.selection is trapo
     samples: SampleLog | None = None  # every step's rollouts, when run.log_samples
+    # programs of the benchmarks a proposal may not reproduce (`curriculum.decontaminate`)
+    benchmarks: BenchmarkPrograms = field(default_factory=BenchmarkPrograms)
 
     @property
     def judge(self) -> Judge:
@@ -246,6 +249,7 @@ def open_run(config: Config) -> tuple[Run, int]:
         reference=reference,
         math_checker=MathChecker(config.mathcheck),
         ranks=ranks,
+        benchmarks=_benchmark_programs(config, ranks),
     )
     if ranks.is_main:
         _prepare_pool(run, labeled)
@@ -268,6 +272,17 @@ def _prepare_pool(run: Run, labeled) -> None:
     if config.curriculum.selection == "trapo":
         run.selection_log = semi.SelectionLog(folder / "selection.jsonl")
     _seed_pool(run)
+
+
+def _benchmark_programs(config: Config, ranks: Ranks) -> BenchmarkPrograms:
+    """The programs proposals are checked against; a benchmark without data is said once."""
+    programs = BenchmarkPrograms.load(config.curriculum.decontaminate)
+    if programs.missing and ranks.is_main:
+        names = ", ".join(f"{name} ({path})" for name, path in programs.missing.items())
+        print(
+            f"decontamination: no data for {names}; its programs are not checked", file=sys.stderr
+        )
+    return programs
 
 
 def _with_adapters(model, trainer):

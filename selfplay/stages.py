@@ -10,7 +10,8 @@ validate  Validated   the executor checks each proposal (a math task's `f()` mus
                       number; a program below `roles.min_statements` is refused unrun); a
                       valid one carries its `Task`
 store     Stored      valid tasks enter the pool (duplicates keep their existing id); a task
-                      the pool held, or a copy of a reference shown, is marked a duplicate
+                      the pool held is a repeat; a copy of a reference shown, a trivial task
+                      and a benchmark's program stay out of the pool; each is no new work
 sample    SolverBatch a frontier batch for the solver is drawn from the pool
 solve     Attempted   the model answers each new valid task `attempts` times (to estimate its
                       solve rate) and each frontier task `solver_samples` times (to train on)
@@ -52,6 +53,7 @@ from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
+from selfplay.trivial import trivial_reasons
 from selfplay.types import (
     Answer,
     Attempted,
@@ -175,15 +177,19 @@ def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
 
 
 def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[Stored, ...]:
-    """The valid tasks into the pool; each proposal with its task's pool id and whether it is
-    a duplicate (see `Stored`). A copy of a reference shown in its prompt stays out of the
-    pool: copies of the seed would otherwise become the next step's references and solver
-    tasks, and the pool would never leave the seed (measured: a zero-data run whose 43 tasks
-    were all the identity function)."""
-    valid = [v for v in validated if v.task is not None]
-    shown = _reference_programs(run, valid)
-    copied = {k for k, v in enumerate(validated) if v.task is not None and _copies(v, shown)}
-    fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in copied]
+    """The valid tasks into the pool; each proposal with its task's pool id and why it is no
+    new work, if it is not (see `Stored`).
+
+    Three kinds stay out of the pool (`_kept_out`): a copy of a reference shown in its prompt
+    (copies of the seed would otherwise become the next step's references and solver tasks,
+    and the pool would never leave the seed: measured, a zero-data run whose 43 tasks were all
+    the identity function); a benchmark's program (`run.benchmarks`); and, unless
+    `curriculum.keep_trivial`, a trivial task (`selfplay.trivial`: copying answers it, or its
+    output does not move with its input), which teaches the solver to copy rather than to
+    trace (measured: 56% of a run's valid proposals were copies, most of its new tasks
+    identity-like one-liners)."""
+    kept_out = _kept_out(run, validated)
+    fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())
     if fresh:
         provenance = [
@@ -197,11 +203,35 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     for k, v in enumerate(validated):
         if v.task is None:
             stored.append(Stored(v))
-        elif k in copied:
-            stored.append(Stored(v, duplicate=True))
+        elif k in kept_out:
+            stored.append(Stored(v, no_new_work=kept_out[k]))
         else:
-            stored.append(Stored(v, *next(placed)))
+            task_id, added, repeat = next(placed)
+            stored.append(Stored(v, task_id, added, "repeat" if repeat else ""))
     return tuple(stored)
+
+
+def _kept_out(run: Run, validated: tuple[Validated, ...]) -> dict[int, str]:
+    """Why each valid proposal that stays out of the pool does: `copy`,
+    `contaminated:<benchmark>` or `trivial:<why>` (first that applies), by proposal index. An
+    induction task's program was given to the proposer, not written by it: never a copy or a
+    benchmark's program."""
+    valid = {k: v for k, v in enumerate(validated) if v.task is not None}
+    shown = _reference_programs(run, list(valid.values()))
+    why: dict[int, str] = {}
+    for k, v in valid.items():
+        if _copies(v, shown):
+            why[k] = "copy"
+        elif v.task.type != "induction" and (benchmark := run.benchmarks.match(v.task.program)):
+            why[k] = f"contaminated:{benchmark}"
+    if not run.config.curriculum.keep_trivial:
+        rest = [k for k in valid if k not in why]
+        tasks = [valid[k].task for k in rest]
+        found = run.ranks.map(lambda part, _: trivial_reasons(run.executor, part), tasks)
+        why.update(
+            {k: f"trivial:{reason}" for k, reason in zip(rest, found, strict=True) if reason}
+        )
+    return why
 
 
 def _duplicates(run: Run, result, step: int) -> list[bool]:

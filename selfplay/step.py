@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from selfplay.trainer.rewards import learnability
-from selfplay.types import Judged, Rollout, Stored
+from selfplay.types import NO_NEW_WORK, Judged, Rollout, Stored
 
 if TYPE_CHECKING:
     from selfplay.loop import Run
@@ -75,7 +75,11 @@ def step_metrics(
     m["propose/proposals"] = float(len(stored))
     m["propose/valid"] = float(len(valid))
     m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
+    # every valid proposal that is no new work, and each kind apart (`types.NO_NEW_WORK`)
     m["propose/duplicate_share"] = _rate(valid, lambda pair: pair[0].duplicate)
+    kinds = [s.no_new_work_kind for s, _ in valid]
+    for kind in NO_NEW_WORK:
+        m[f"propose/{kind}_share"] = kinds.count(kind) / len(kinds) if kinds else float("nan")
     m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
     m["reward/rollouts"] = float(len(rollouts))
     m["reward/estimate_rollouts"] = float(_estimate_rollouts(run, judged))

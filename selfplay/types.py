@@ -186,23 +186,38 @@ class Validated:
         return "valid" if self.task is not None else "invalid"
 
 
+#: Why a valid proposal is no new work (`Stored.no_new_work`): its task was in the pool before
+#: this step or an earlier proposal of the step made it (`repeat`), its program copies a
+#: reference shown in its prompt (`copy`), it is trivial (`trivial:<why>`, see
+#: `selfplay.trivial`), or it reproduces a benchmark program (`contaminated:<benchmark>`).
+NO_NEW_WORK = ("repeat", "copy", "trivial", "contaminated")
+
+
 @dataclass(frozen=True)
 class Stored:
     """A validated proposal after its task entered the pool (the `store` stage): the task's
-    pool id (None unless valid, and for a copy of a reference, which stays out of the pool),
-    whether it was new (False for a task the pool held), and whether it is a duplicate: a
-    valid task that is no new work, as its task was in the pool before this step (or an
-    earlier proposal of the step made it) or its program copies a reference shown in its
-    prompt. A duplicate earns no learnability."""
+    pool id (None unless valid, and for a copy, a trivial or a contaminated task, which stay
+    out of the pool), whether it was new (False for a task the pool held), and why it is no
+    new work, if it is not (`NO_NEW_WORK`, "" for new work). A duplicate (any task that is no
+    new work) earns no learnability."""
 
     validated: Validated
     task_id: int | None = None
     added: bool = False
-    duplicate: bool = False
+    no_new_work: str = ""
 
     @property
     def outcome(self) -> ProposalOutcome:
         return self.validated.outcome
+
+    @property
+    def duplicate(self) -> bool:
+        return bool(self.no_new_work)
+
+    @property
+    def no_new_work_kind(self) -> str:
+        """`no_new_work` without its detail: one of `NO_NEW_WORK`, or ""."""
+        return self.no_new_work.split(":")[0]
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,56 @@ def test_a_renamed_or_repeated_copy_of_a_reference_is_a_duplicate(make_run):
     assert metrics["propose/duplicate_share"] == pytest.approx(2 / 3)
 
 
+def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
+    """Identity variants (not shown as references), a function that ignores its input and one
+    whose output no probe moves are no work for a solver: the duplicate penalty, no pool."""
+    run, seed_id = make_run(["selfplay.solver_tasks=1"])
+    proposals = [
+        proposed(0, "deduction", "def f(word):\n    return word", "'Hello'", [seed_id]),
+        proposed(1, "abduction", "def f(s):\n    return s.strip()", "'abc'", [seed_id]),
+        proposed(2, "deduction", "def f(x):\n    return 'Hello World'", "3", [seed_id]),
+        proposed(3, "deduction", "def f(n):\n    return n * 0", "5", [seed_id]),
+        proposed(4, "deduction", TRIPLE, "4", [seed_id]),  # new work
+    ]
+    stored, _, rollouts, metrics = one_step(run, proposals)
+    assert [s.no_new_work for s in stored] == [
+        "trivial:copy",  # its output is its input
+        "trivial:copy",  # an abduction task its output answers
+        "trivial:ignores_input",
+        "trivial:constant",
+        "",
+    ]
+    assert [s.task_id is None for s in stored] == [True] * 4 + [False]
+    assert len(run.store) == 2  # the seed and the one new task
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    assert rewards[:4] == [run.config.reward.proposer_duplicate] * 4
+    assert metrics["propose/trivial_share"] == pytest.approx(4 / 5)
+    assert metrics["propose/duplicate_share"] == pytest.approx(4 / 5)
+    assert metrics["propose/copy_share"] == metrics["propose/contaminated_share"] == 0
+
+    kept, _ = make_run(["selfplay.solver_tasks=1", "curriculum.keep_trivial=true"])
+    stored, _, _, _ = one_step(kept, proposals[:4])
+    assert [s.duplicate for s in stored] == [False] * 4 and len(kept.store) == 5
+
+
+def test_a_benchmark_program_stays_out_of_the_pool(make_run):
+    from selfplay.datasets.contamination import BenchmarkPrograms, normalise
+
+    benchmark = 'def add(x: int, y: int):\n    """Add two numbers."""\n    return x + y'
+    run, seed_id = make_run(["selfplay.solver_tasks=1"])
+    run = dataclasses.replace(
+        run, benchmarks=BenchmarkPrograms({normalise(benchmark, "add"): "humaneval"})
+    )
+    proposals = [
+        proposed(0, "deduction", "def f(a, b):\n    return a + b", "1, 2", [seed_id]),
+        proposed(1, "deduction", "def f(a, b):\n    return a - b", "1, 2", [seed_id]),
+    ]
+    stored, _, _, metrics = one_step(run, proposals)
+    assert [s.no_new_work for s in stored] == ["contaminated:humaneval", ""]
+    assert stored[0].task_id is None and len(run.store) == 2
+    assert metrics["propose/contaminated_share"] == pytest.approx(1 / 2)
+
+
 def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.proposer_duplicate=0"])
     proposals = (
@@ -253,9 +303,9 @@ def test_programs_below_the_statement_floor_are_refused_unrun(make_run, shares):
     ran = []
     validate_cases = run.executor.validate
 
-    def spy(cases):
+    def spy(cases, inputs="literal"):
         ran.extend(program for program, _ in cases)
-        return validate_cases(cases)
+        return validate_cases(cases, inputs)
 
     run.executor.validate = spy
     two = "def f(n):\n    m = n * 3\n    return m + 1"

@@ -146,8 +146,12 @@ def _print_report(report) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
+    from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
     from selfplay.datasets.export import ExportFilter, export
 
+    benchmarks = BenchmarkPrograms.load(BENCHMARK_FILES)
+    for name, path in benchmarks.missing.items():
+        print(f"no {name} data at {path}: its programs are not checked", file=sys.stderr)
     try:
         flt = ExportFilter(
             tuple(args.types),
@@ -156,6 +160,7 @@ def export_command(args: argparse.Namespace) -> int:
             args.max_p,
             args.min_answers,
             args.verified_only,
+            benchmarks,
         )
     except ValueError as err:
         raise StoreError(str(err)) from None

@@ -12,6 +12,10 @@ full provenance and its difficulty estimates at the export step:
 
 Filters: types, origins, a range of the estimated solve rate p, a minimum number of answers,
 and `verified_only` (tasks whose stored validation record says the executor accepted them).
+A proposed task that reproduces a benchmark's program (`ExportFilter.benchmarks`, see
+`contamination.py`; `selfplay pool export` checks CRUXEval, HumanEval and MBPP) is never
+exported: a run keeps such proposals out of its pool, and a pool from before it did is
+cleaned here. Imported tasks (seeds, labeled sets) are exported as imported.
 The JSONL form is the generic seed format, so an export imports back (`selfplay pool import`).
 """
 
@@ -26,6 +30,7 @@ import numpy as np
 
 from selfplay.curriculum import reads
 from selfplay.curriculum.records import ORIGINS
+from selfplay.datasets.contamination import BenchmarkPrograms
 from selfplay.types import TASK_TYPES
 
 FORMATS = ("jsonl", "parquet", "hf")
@@ -40,6 +45,7 @@ class ExportFilter:
     max_p: float = 1.0
     min_answers: int = 0
     verified_only: bool = False
+    benchmarks: BenchmarkPrograms | None = None  # proposed tasks matching one are left out
 
     def __post_init__(self) -> None:
         for name, values, known in (
@@ -79,6 +85,8 @@ def records(store, flt: ExportFilter, step: int | None = None) -> Iterator[dict]
         for task_id, estimate in zip(task_ids, store.estimates(task_ids, step), strict=True):
             row = rows[task_id]
             if flt.verified_only and not (row.verification or {}).get("ok"):
+                continue
+            if flt.benchmarks and row.origin == "proposed" and flt.benchmarks.match(row.program):
                 continue
             yield _record(store, row, refs.get(task_id, ()), ref_hashes, estimate, step)
 
