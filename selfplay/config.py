@@ -117,8 +117,20 @@ class RewardConfig(Checked):
         -0.5, "proposer reward for a valid task already in the pool or copied from a reference"
     )
     proposer_malformed: float = knob(-1.0, "proposer reward when no task can be read")
+    repetition: float = knob(
+        0.0,
+        "R-Zero's batch repetition penalty: a new task's learnability loses this times the "
+        "share of the step's valid proposals in its cluster (selfplay/trainer/repetition.py)",
+    )
+    repetition_similarity: float = knob(
+        0.5, "token Jaccard similarity from which two proposals' programs share a cluster"
+    )
     solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
     solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")
+
+    def check(self) -> None:
+        if self.repetition < 0 or not 0 < self.repetition_similarity <= 1:
+            raise ConfigError("reward.repetition must be >= 0, repetition_similarity in (0, 1]")
 
 
 @dataclass(frozen=True)
@@ -292,7 +304,17 @@ class TrainerConfig(Checked):
     aggregation: Literal["token", "sequence"] = knob(
         "token", "loss aggregation: token = every token counts; sequence = every answer does"
     )
-    kl_coef: float = knob(0.0, "weight of the k3 KL penalty to the initial model (0 = off)")
+    kl_coef: float = knob(
+        0.0, "weight of the k3 KL penalty to the initial model (0 = off); the start with kl_target"
+    )
+    kl_target: float = knob(
+        0.0,
+        "adapt kl_coef toward this mean KL per token after each step (PPO's adaptive KL "
+        "controller, selfplay/trainer/kl_control.py); 0: kl_coef stays fixed",
+    )
+    kl_horizon: float = knob(
+        5.0, "steps over which the adaptive controller changes kl_coef by its error (<= 20%)"
+    )
     micro_batch: int = knob(4, "rollouts per forward/backward pass")
     share_prompts: bool = knob(
         True, "run a prompt through the model once for all of its completions (exact)"
@@ -309,6 +331,11 @@ class TrainerConfig(Checked):
 
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
+        positive(self, "kl_horizon")
+        if self.kl_coef < 0 or self.kl_target < 0:
+            raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
+        if self.kl_target > 0 and self.kl_coef == 0:
+            raise ConfigError("trainer.kl_target adapts kl_coef: give it a start above 0")
 
 
 #: CRUXEval's prompt formats (`selfplay.eval.cruxeval.PROMPT_FORMATS`; a test keeps them equal)

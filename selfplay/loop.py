@@ -44,6 +44,7 @@ from selfplay.mathcheck import MathChecker
 from selfplay.progress import Progress
 from selfplay.step import StageTimer, step_metrics
 from selfplay.trainer.checkpoint import Checkpoints
+from selfplay.trainer.kl_control import KLControl
 from selfplay.trainer.metrics import MetricsLogger, SampleLog
 from selfplay.types import Task
 
@@ -89,6 +90,7 @@ class Run:
     samples: SampleLog | None = None  # every step's rollouts, when run.log_samples
     # programs of the benchmarks a proposal may not reproduce (`curriculum.decontaminate`)
     benchmarks: BenchmarkPrograms = field(default_factory=BenchmarkPrograms)
+    kl: KLControl | None = None  # the KL coefficient (fixed, or adapted: trainer.kl_target)
 
     @property
     def judge(self) -> Judge:
@@ -227,10 +229,11 @@ def open_run(config: Config) -> tuple[Run, int]:
             answers=config.selfplay.solver_samples,
         )
     store = SharedStore(local, ranks)
-    start = 1
+    start, saved = 1, {}
     latest = ranks.broadcast(Checkpoints(folder).latest())
     if latest is not None:
-        start = Checkpoints(folder).load(accelerator, latest)["step"] + 1
+        saved = Checkpoints(folder).load(accelerator, latest)
+        start = saved["step"] + 1
     engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
     if latest is not None:
         engine.load_weights(accelerator.unwrap_model(model))
@@ -250,6 +253,7 @@ def open_run(config: Config) -> tuple[Run, int]:
         math_checker=MathChecker(config.mathcheck),
         ranks=ranks,
         benchmarks=_benchmark_programs(config, ranks),
+        kl=KLControl.of(t, saved.get("kl_coef")),
     )
     if ranks.is_main:
         _prepare_pool(run, labeled)
@@ -418,7 +422,8 @@ def run(config: Config, out=sys.stdout) -> Path:
                 logger.log(step, metrics)
             progress.step(step, metrics)
             if step % cfg.run.checkpoint_every == 0 or step == cfg.run.steps:
-                checkpoints.save(state.accelerator, state.model, state.tokenizer, step)
+                extra = {"kl_coef": state.kl.coef} if state.kl is not None else {}
+                checkpoints.save(state.accelerator, state.model, state.tokenizer, step, extra)
         progress.summary(state)
     finally:
         if logger is not None:

@@ -50,6 +50,7 @@ from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
+from selfplay.trainer.repetition import cluster_shares
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
@@ -409,7 +410,11 @@ def reward(
     trained on as AZR does, each task's answers a group of their own (as a frontier task's
     are), so no generated answer is wasted."""
     cfg = run.config
-    rollouts = [_proposer_rollout(run, s, rate) for s, rate in zip(stored, rates, strict=True)]
+    repetition = _repetition(cfg, stored)
+    rollouts = [
+        _proposer_rollout(run, s, rate, penalty)
+        for s, rate, penalty in zip(stored, rates, repetition, strict=True)
+    ]
     # Solver groups are numbered after the proposer's, so that no group mixes the two roles.
     offset = max((s.validated.proposed.group for s in stored), default=-1) + 1
     rollouts += [_solver_rollout(run, j, offset) for j in judged]
@@ -426,9 +431,23 @@ def reward(
     return tuple(replace(r, advantage=a) for r, a in zip(rollouts, advantages, strict=True))
 
 
-def _proposer_rollout(run: Run, stored: Stored, rate: float | None) -> Rollout:
+def _repetition(config, stored: tuple[Stored, ...]) -> list[float]:
+    """Each proposal's batch repetition penalty (`reward.repetition`, `trainer/repetition.py`):
+    the valid proposals of the step clustered by their programs."""
+    penalties = [0.0] * len(stored)
+    valid = [k for k, s in enumerate(stored) if s.outcome == "valid"]
+    if config.reward.repetition > 0 and valid:
+        programs = [stored[k].validated.task.program for k in valid]
+        shares = cluster_shares(programs, config.reward.repetition_similarity)
+        for k, share in zip(valid, shares, strict=True):
+            penalties[k] = config.reward.repetition * share
+    return penalties
+
+
+def _proposer_rollout(run: Run, stored: Stored, rate: float | None, repetition: float) -> Rollout:
     p = stored.validated.proposed
-    r = role_reward(RoleResult("propose", stored.outcome, rate, stored.duplicate), run.config)
+    result = RoleResult("propose", stored.outcome, rate, stored.duplicate, repetition)
+    r = role_reward(result, run.config)
     return Rollout("propose", p.task_type, p.group, p.prompt_ids, p.completion_ids, p.logprobs, r)
 
 
@@ -444,16 +463,19 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
     mini-batches drawn with a seed of the step."""
     if not rollouts:
         return {}
+    trainer = run.config.trainer
+    if run.kl is not None:  # the coefficient of this step (`trainer.kl_target` adapts it)
+        trainer = replace(trainer, kl_coef=run.kl.coef)
     run.engine.sleep()
     try:
-        return policy_update(
+        stats = policy_update(
             run.accelerator,
             run.model,
             run.optimizer,
             run.scheduler,
             rollouts,
             [r.advantage for r in rollouts],
-            run.config.trainer,
+            trainer,
             run.pad_id,
             run.reference,
             temperature=run.config.generation.temperature,
@@ -462,6 +484,10 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
         )
     finally:
         run.engine.wake_up()
+    if run.kl is not None and trainer.kl_coef > 0:
+        stats["kl_coef"] = trainer.kl_coef
+        run.kl.update(stats.get("kl_ref"))
+    return stats
 
 
 def sync(run: Run) -> None:

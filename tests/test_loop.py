@@ -204,6 +204,28 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     assert "already finished" in (tmp_path / "again.txt").read_text()
 
 
+def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted_model_dir):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    args = [*overrides(folder, formatted_model_dir, steps=2), "trainer.kl_coef=0.1"]
+    args += ["trainer.kl_target=1e-9", "trainer.kl_horizon=2"]  # every KL is above the target
+    seed_pool(_resolved(load(None, args), folder))
+    with open(tmp_path / "out.txt", "w") as out:
+        run(load(None, args), out=out)
+    steps = read_metrics(folder)
+    coefs = [m["update/kl_coef"] for m in steps]
+    # the first update starts from the initial weights: KL 0, under the target (-20% error
+    # over a horizon of 2 steps); the second from trained ones, over it (+20%)
+    assert steps[0]["update/kl_ref"] == 0 and steps[1]["update/kl_ref"] > 0
+    assert coefs == pytest.approx([0.1, 0.1 * 0.9])
+    saved = json.loads((folder / "checkpoints/step-000002/checkpoint.json").read_text())
+    assert saved["kl_coef"] == pytest.approx(0.1 * 0.9 * 1.1)
+    resumed = [a for a in args if not a.startswith("run.steps=")] + ["run.steps=3"]
+    with open(tmp_path / "again.txt", "w") as out:
+        run(load(None, resumed), out=out)
+    assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(saved["kl_coef"])
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
     folder = tmp_path / "run"

@@ -250,6 +250,21 @@ def test_a_benchmark_program_stays_out_of_the_pool(make_run):
     assert metrics["propose/contaminated_share"] == pytest.approx(1 / 2)
 
 
+def test_proposals_alike_share_a_repetition_penalty(make_run):
+    """R-Zero's batch penalty: two proposals of one shape (constants and names aside) each
+    lose lambda * 2/3 of their learnability, the third lambda * 1/3; never below 0."""
+    run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.repetition=0.6"])
+    proposals = [
+        proposed(0, "deduction", TRIPLE, "4", [seed_id]),
+        proposed(1, "deduction", "def f(k):\n    return k * 5", "2", [seed_id]),
+        proposed(2, "abduction", REVERSED, "'abc'", [seed_id]),
+    ]
+    _, _, rollouts, _ = one_step(run, proposals)
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    # each new task is answered right once in two: learnability 0.5 before the penalty
+    assert rewards == pytest.approx([0.5 - 0.4, 0.5 - 0.4, 0.5 - 0.2])
+
+
 def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.proposer_duplicate=0"])
     proposals = (

@@ -156,7 +156,7 @@ def _paired(before: dict[tuple, Item], after: dict[tuple, Item]) -> dict:
         keys = sorted(k for k in before if k[0] == subset and k in after)
         pairs = [(before[k], after[k]) for k in keys]
         row = _stats(pairs)
-        tags = sorted({b.tag for b, _ in pairs} | {a.tag for _, a in pairs})
+        tags = sorted({x.tag for pair in pairs for x in pair} - {"unlabelled"})
         if len(tags) > 1:
             row["warning"] = f"the two evaluations differ: {' vs '.join(tags)}"
         if pairs and all(b.trivial is not None or a.trivial is not None for b, a in pairs):

@@ -13,9 +13,12 @@ Proposer (one proposed task, after the solver attempted it `selfplay.attempts` t
                rzero_band  1 when curriculum.band[0] <= p <= curriculum.band[1], else 0
                rzero_peak  min(p, 1 - p), largest at p = 1/2 (R-Zero's uncertainty reward / 2)
                variance    p (1 - p)
+             less `repetition` (R-Zero's batch repetition penalty, `reward.repetition` times
+             the share of the step's valid proposals in its cluster; `repetition.py`), not
+             below 0
   duplicate  `reward.proposer_duplicate` (default -0.5): valid, but no new work: the pool
-             held the task, or its program copies a reference shown in the prompt
-             (`stages.store_tasks` decides)
+             held the task, its program copies a reference shown in the prompt, it is
+             trivial or a benchmark's program (`stages.store_tasks` decides)
   invalid    `reward.proposer_invalid` (default -0.5): it parsed, but the executor refused it
   malformed  `reward.proposer_malformed` (default -1): no program or input could be read
 
@@ -48,6 +51,7 @@ class RoleResult:
     outcome: ProposalOutcome | AnswerOutcome
     solve_rate: float | None = None  # proposer, valid: the solver's empirical solve rate
     duplicate: bool = False  # proposer, valid: no new task (see `selfplay.types.Stored`)
+    repetition: float = 0.0  # proposer, valid: the batch repetition penalty
 
 
 def learnability(shape: str, p: float, config) -> float:
@@ -78,7 +82,8 @@ def proposer_reward(result: RoleResult, config) -> float:
         return cfg.proposer_duplicate
     if result.solve_rate is None:
         raise ValueError("a valid proposal's reward needs the solver's solve rate")
-    return learnability(cfg.learnability, result.solve_rate, config)
+    reward = learnability(cfg.learnability, result.solve_rate, config)
+    return max(0.0, reward - result.repetition) if result.repetition else reward
 
 
 REWARDS: dict[str, Callable[[RoleResult, object], float]] = {

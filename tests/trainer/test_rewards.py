@@ -69,3 +69,27 @@ def test_a_duplicate_earns_no_learnability():
     assert reward(frontier, CONFIG) == CONFIG.reward.proposer_duplicate == -0.5
     assert reward(frontier, load(None, ["reward.proposer_duplicate=0"])) == 0.0
     assert proposer(0.5) == 0.5  # the same task, new
+
+
+def test_repetition_penalty_lowers_learnability_but_not_below_zero():
+    assert reward(RoleResult("propose", "valid", 0.5, repetition=0.2), CONFIG) == 0.3
+    assert reward(RoleResult("propose", "valid", 0.5, repetition=0.9), CONFIG) == 0.0
+    duplicate = RoleResult("propose", "valid", 0.5, duplicate=True, repetition=0.2)
+    assert reward(duplicate, CONFIG) == CONFIG.reward.proposer_duplicate  # a penalty already
+    with pytest.raises(ConfigError, match="repetition"):
+        load(None, ["reward.repetition=-1"])
+
+
+def test_programs_cluster_by_their_shape_not_their_names_or_constants():
+    from selfplay.trainer.repetition import cluster_shares
+
+    programs = [
+        "def f(a):\n    return a * 3 + 1",
+        "def f(value):\n    return value * 7 + 2",  # renamed, other constants: the same shape
+        "def f(xs):\n    return sorted(xs)[::-1]",
+        "def f(s):\n    t = s.split(',')\n    return [w.strip() for w in t if w]",
+    ]
+    assert cluster_shares(programs, 0.5) == [0.5, 0.5, 0.25, 0.25]
+    assert cluster_shares(programs, 1.0) == [0.5, 0.5, 0.25, 0.25]  # identical token sets
+    assert cluster_shares(programs, 0.01) == [1.0] * 4  # everything shares a `def f(`
+    assert cluster_shares([], 0.5) == []

@@ -1,0 +1,34 @@
+"""The adaptive KL coefficient: PPO's controller step by step and its configuration (a run
+whose coefficient moves with its KL and resumes with it: tests/test_loop.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from selfplay.config import ConfigError, load
+from selfplay.trainer.kl_control import KLControl
+
+
+def test_the_coefficient_moves_toward_the_target_by_at_most_a_fifth_per_horizon():
+    kl = KLControl(0.1, target=0.02, horizon=5.0)
+    kl.update(0.03)  # 50% over the target: the error is clipped to 20%
+    assert kl.coef == pytest.approx(0.1 * (1 + 0.2 / 5))
+    kl.update(0.019)  # 5% under
+    assert kl.coef == pytest.approx(0.1 * (1 + 0.2 / 5) * (1 - 0.05 / 5))
+    before = kl.coef
+    for missing in (None, float("nan")):
+        kl.update(missing)  # no update ran: nothing to adapt to
+    assert kl.coef == before
+    fixed = KLControl(0.1)
+    fixed.update(5.0)
+    assert fixed.coef == 0.1
+
+
+def test_the_configuration_refuses_a_target_without_a_start():
+    trainer = load(None, ["trainer.kl_coef=0.05", "trainer.kl_target=0.01"]).trainer
+    assert KLControl.of(trainer) == KLControl(0.05, 0.01, 5.0)
+    assert KLControl.of(trainer, 0.07).coef == 0.07  # a checkpoint's coefficient
+    with pytest.raises(ConfigError, match="kl_target"):
+        load(None, ["trainer.kl_target=0.01"])
+    with pytest.raises(ConfigError, match="kl_horizon"):
+        load(None, ["trainer.kl_coef=0.1", "trainer.kl_target=0.01", "trainer.kl_horizon=0"])
