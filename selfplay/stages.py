@@ -107,7 +107,13 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
         for k in range(n):
             refs = references[k] if k < len(references) else []
             prompts.append(
-                proposer_prompt(task_type, [r.task for r in refs], cfg.roles, programs[k])
+                proposer_prompt(
+                    task_type,
+                    [r.task for r in refs],
+                    cfg.roles,
+                    programs[k],
+                    refuse_trivial=not cfg.curriculum.keep_trivial,
+                )
             )
             meta.append((task_type, tuple(r.id for r in refs), programs[k]))
     params = sampling(

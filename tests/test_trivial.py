@@ -111,3 +111,13 @@ def test_trivial_reasons_of_each_kind(executor):
         "",
         "",
     ]
+
+
+def test_the_proposer_is_told_that_trivial_tasks_are_discarded():
+    from selfplay.proposer import proposer_prompt
+
+    def text(refuse: bool) -> str:
+        return proposer_prompt("abduction", [], refuse_trivial=refuse)[-1].content
+
+    assert "must depend on the input" in text(True)
+    assert "must depend on the input" not in text(False)

@@ -51,10 +51,11 @@ def _importable(module: str) -> bool:
         return False
 
 
-def rules(final_call: bool = False, min_statements: int = 0) -> str:
+def rules(final_call: bool = False, min_statements: int = 0, trivial: bool = False) -> str:
     """The executor's rules for a task program, as the prompts state them; with `final_call`
     the program ends with the call of `f` that fixes the task's input. `min_statements` is
-    the validate stage's floor (`selfplay.proposer.complexity`)."""
+    the validate stage's floor (`selfplay.proposer.complexity`); `trivial` states the store
+    stage's refusal of trivial tasks (`selfplay.trivial`)."""
     modules = ", ".join(sorted(m for m in ALLOWED_MODULES if _importable(m)))
     banned = ", ".join(sorted(n for n in FORBIDDEN_BUILTINS - _INTERACTIVE if n[0] != "_"))
     return "\n".join(
@@ -73,6 +74,15 @@ def rules(final_call: bool = False, min_statements: int = 0) -> str:
             "- `f` must finish well within a second and return a plain value made of "
             f"{VALUE_TYPES}.",
             f"- The arguments of a call of `f` are literals only ({LITERALS}).",
+            *(
+                [
+                    "- The output must depend on the input: a function that returns its input "
+                    "unchanged, ignores it, or gives the same output for other inputs is "
+                    "discarded, and so is a copy of an earlier puzzle."
+                ]
+                if trivial
+                else []
+            ),
             *(
                 [
                     f"- Together, the functions have at least {min_statements} statements "
@@ -156,8 +166,11 @@ def proposer_prompt(
     references: Sequence[Task],
     roles: RolesConfig | None = None,
     program: str | None = None,
+    refuse_trivial: bool = False,
 ) -> Chat:
-    """The chat asking for a new task; induction needs the `program` to write inputs for."""
+    """The chat asking for a new task; induction needs the `program` to write inputs for.
+    `refuse_trivial` states that trivial tasks are discarded (`curriculum.keep_trivial`
+    false)."""
     roles = roles or RolesConfig()
     if task_type == "math":
         return chat(_math(references, roles), SYSTEM)
@@ -171,7 +184,7 @@ def proposer_prompt(
             f"Invent a new puzzle: a Python function `f` and one input for it. {_GOALS[task_type]}",
             "Write one Python code block: the function `f`, then, as its last line, one call of "
             "`f` on the input you chose. The checker runs that call to get the output.",
-            rules(final_call=True, min_statements=roles.min_statements),
+            rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial),
             _references(references, roles, induction=False),
             answer_format(body, roles.think),
         ]
