@@ -35,6 +35,8 @@ class Progress:
             f"step {step:>3}/{self.steps}  {m.get('timing_s/step', 0):6.1f}s",
             "valid " + " ".join(f"{kind} {_fmt(v, '.0%')}" for kind, v in rates),
             f"new tasks {int(m.get('propose/new_tasks', 0))}",
+            # valid proposals that were copies, repeats, trivial or a benchmark's programs
+            f"no new work {_fmt(m.get('propose/duplicate_share'), '.0%')}",
             f"solve acc {_fmt(m.get('solve/accuracy'))}",
             f"pool {int(m.get('curriculum/pool_size', 0))}",
             f"loss {_fmt(m.get('update/loss'), '.3f')}",
