@@ -8,7 +8,9 @@ Two parts:
   the share of valid proposals that were no new work (duplicates, copies, trivial tasks).
 - `benchmarks`: each benchmark of the in-loop evaluation (`eval/<benchmark>-step<N>.jsonl`)
   scored at its first and its last evaluated step, per subset (CRUXEval-O and -I, the generated
-  deduction and abduction tasks, ...), paired on the items evaluated at both.
+  deduction and abduction tasks, ...), paired on the items evaluated at both; and its
+  accuracy at every evaluated step (`curve`). Two evaluations of a run other than the first
+  and last pair with `--compare` on their files.
 
 `selfplay report --compare BEFORE AFTER` pairs two evaluations made outside a run (the
 `samples.jsonl` that `selfplay eval --out` writes, or its folder) the same way, per subset: the
@@ -122,12 +124,28 @@ def _benchmarks(folder: Path) -> dict:
         if len(by_step) < 2:
             out[benchmark] = {"note": f"evaluated only at step {min(by_step)}: nothing to compare"}
             continue
+        items = {step: _items(path)[0] for step, path in sorted(by_step.items())}
         first, last = min(by_step), max(by_step)
-        before, _ = _items(by_step[first])
-        after, _ = _items(by_step[last])
-        for subset, row in _paired(before, after).items():
-            out[subset] = {"steps": [first, last], **row}
+        for subset, row in _paired(items[first], items[last]).items():
+            out[subset] = {"steps": [first, last], **row, "curve": _curve(items, subset)}
     return out
+
+
+def _curve(by_step: dict[int, dict[tuple, Item]], subset: str) -> list[dict]:
+    """The subset's accuracy at every evaluated step, on all items and on the non-trivial."""
+    curve = []
+    for step, items in by_step.items():
+        own = [item for key, item in items.items() if key[0] == subset]
+        hard = [item for item in own if item.trivial is False]
+        point = {"step": step, "n": len(own), "accuracy": _share(own)}
+        if hard:
+            point["non_trivial_accuracy"] = _share(hard)
+        curve.append(point)
+    return curve
+
+
+def _share(items: list[Item]) -> float:
+    return round(sum(i.correct for i in items) / len(items), 4) if items else 0.0
 
 
 def compare(before: str | Path, after: str | Path) -> dict:
@@ -255,6 +273,13 @@ def render(result: dict) -> str:
         else:
             lines.append(_render_changes(row))
             lines.append("    (the records do not say which items copying solves)")
+        if len(row.get("curve", ())) > 2:
+            points = ", ".join(
+                f"{p['step']}: {p['accuracy']:.3f}"
+                + (f" ({p['non_trivial_accuracy']:.3f})" if "non_trivial_accuracy" in p else "")
+                for p in row["curve"]
+            )
+            lines.append(f"    by step, all (non-trivial): {points}")
         if "warning" in row:
             lines.append(f"    warning: {row['warning']}")
     return "\n".join(lines)

@@ -252,3 +252,24 @@ def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsy
         "direct vs selfplay"
         in compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]["warning"]
     )
+
+
+def test_a_run_report_gives_every_evaluation_on_all_and_non_trivial_items(tmp_path, capsys):
+    (tmp_path / "eval").mkdir()
+    right = {0: [0, 0, 1, 0], 20: [1, 1, 1, 0], 40: [1, 0, 1, 1]}
+    for step, flags in right.items():
+        rows = [
+            _record(i, 0, bool(ok), None if ok else "wrong_value", trivial=i == 0)
+            for i, ok in enumerate(flags)
+        ]
+        path = tmp_path / f"eval/cruxeval-step{step:06d}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = report(tmp_path)["benchmarks"]["cruxeval_i"]
+    assert got["steps"] == [0, 40] and (got["gained"], got["lost"]) == (2, 0)
+    assert got["curve"] == [
+        {"step": 0, "n": 4, "accuracy": 0.25, "non_trivial_accuracy": 0.3333},
+        {"step": 20, "n": 4, "accuracy": 0.75, "non_trivial_accuracy": 0.6667},
+        {"step": 40, "n": 4, "accuracy": 0.75, "non_trivial_accuracy": 0.6667},
+    ]
+    assert main(["report", str(tmp_path)]) == 0
+    assert "by step, all (non-trivial): 0: 0.250 (0.333), 20: 0.750" in capsys.readouterr().out
