@@ -37,13 +37,14 @@ from pathlib import Path
 
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact
-from selfplay.types import Verdict
+from selfplay.types import NO_NEW_WORK, Verdict
 
 __all__ = ["report", "compare", "render"]
 
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
 _WASTE = ("propose/duplicate_share", "propose/trivial_share", "propose/contaminated_share")
+_SETTLED = 5  # the first steps of a zero-data run propose from the seed alone
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,25 @@ def _proposals(rows: list[dict]) -> dict:
     for key in _WASTE:
         if any(key in r for r in steps):
             out[key.split("/")[1]] = [_mean(first, key), _mean(last, key)]
+    out["no_new_work"] = _no_new_work([r for r in steps if r["step"] >= _SETTLED])
+    return out
+
+
+def _no_new_work(rows: list[dict]) -> dict:
+    """Over `rows` (the steps from `_SETTLED` on): the valid proposals, and the share of them
+    that were no new work, in all and per kind (each step's shares weighted by its valid
+    proposals)."""
+    valid = sum(r.get("propose/valid", 0) for r in rows)
+    out: dict = {"steps": [rows[0]["step"], rows[-1]["step"]] if rows else [], "valid": valid}
+    for kind in ("duplicate", *NO_NEW_WORK):
+        key = f"propose/{kind}_share"
+        weighted = [
+            (r.get("propose/valid", 0), r[key])
+            for r in rows
+            if isinstance(r.get(key), int | float) and r[key] == r[key]  # not NaN
+        ]
+        name = "all" if kind == "duplicate" else kind
+        out[name] = round(sum(n * x for n, x in weighted) / valid, 4) if weighted else None
     return out
 
 
@@ -294,6 +314,13 @@ def _render_proposals(proposals: dict) -> list[str]:
         if isinstance(value, list) and key not in ("first_steps", "last_steps"):
             lines.append(f"  {key:<26}{_num(value[0]):>8} -> {_num(value[1])}")
     lines.append(f"  new tasks in all: {proposals['new_tasks_total']}")
+    waste = proposals.get("no_new_work") or {}
+    if waste.get("valid"):
+        kinds = ", ".join(f"{k} {_num(waste[k])}" for k in NO_NEW_WORK if waste.get(k) is not None)
+        lines.append(
+            f"  no new work, steps {waste['steps'][0]}-{waste['steps'][1]}: {_num(waste['all'])} "
+            f"of {int(waste['valid'])} valid proposals ({kinds})"
+        )
     return lines
 
 

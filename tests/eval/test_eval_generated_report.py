@@ -273,3 +273,19 @@ def test_a_run_report_gives_every_evaluation_on_all_and_non_trivial_items(tmp_pa
     ]
     assert main(["report", str(tmp_path)]) == 0
     assert "by step, all (non-trivial): 0: 0.250 (0.333), 20: 0.750" in capsys.readouterr().out
+
+
+def test_the_share_of_no_new_work_is_weighted_by_valid_proposals_from_step_5(tmp_path):
+    rows = [{"step": s, "propose/parse_rate/deduction": 1.0} for s in range(1, 8)]
+    for row, (valid, copy, trivial) in zip(
+        rows, [(9, 1.0, 0.0)] * 4 + [(10, 0.1, 0.2), (0, float("nan"), float("nan")), (5, 0.4, 0.0)]
+    ):
+        row.update({"propose/valid": valid, "propose/copy_share": copy})
+        row.update({"propose/trivial_share": trivial, "propose/duplicate_share": copy + trivial})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    waste = report(tmp_path)["proposals"]["no_new_work"]
+    assert waste["steps"] == [5, 7] and waste["valid"] == 15  # steps 1-4 are the seed's
+    assert waste["copy"] == pytest.approx((10 * 0.1 + 5 * 0.4) / 15, abs=1e-4)
+    assert waste["trivial"] == pytest.approx(2 / 15, abs=1e-4)
+    assert waste["all"] == pytest.approx(5 / 15, abs=1e-4)
+    assert waste["repeat"] is None or waste["repeat"] == 0
