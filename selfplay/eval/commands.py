@@ -57,7 +57,11 @@ def report_command(args: argparse.Namespace) -> int:
     if (args.folder is None) == (args.compare is None):
         print("selfplay report: give a run folder, or --compare BEFORE AFTER", file=sys.stderr)
         return 2
-    result = report(args.folder) if args.compare is None else compare(*args.compare)
+    try:
+        result = report(args.folder) if args.compare is None else compare(*args.compare)
+    except ValueError as err:  # two evaluations that share no item
+        print(f"selfplay report: {err}", file=sys.stderr)
+        return 1
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

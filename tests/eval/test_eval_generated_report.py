@@ -180,6 +180,10 @@ def test_report_compares_two_evaluations_made_outside_a_run(tmp_path, capsys):
     assert main(["report"]) == 2 and "--compare" in capsys.readouterr().err
     assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "none")]) != 0
     assert "no per-sample evaluation" in capsys.readouterr().err
+    other = tmp_path / "other"
+    write(other, {"cruxeval_o_selfplay": [1]})  # another format: no item in common
+    assert main(["report", "--compare", str(tmp_path / "base"), str(other)]) == 1
+    assert "share no evaluated item" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
