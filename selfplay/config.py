@@ -123,14 +123,25 @@ class RewardConfig(Checked):
         "share of the step's valid proposals in its cluster (selfplay/trainer/repetition.py)",
     )
     repetition_similarity: float = knob(
-        0.5, "token Jaccard similarity from which two proposals' programs share a cluster"
+        0.5,
+        "token Jaccard similarity from which two proposals' programs share a cluster, and "
+        "above which the novelty penalty grows",
     )
+    novelty: float = knob(
+        0.0,
+        "novelty penalty: a new task loses up to this much as its program nears one the pool "
+        "held before the step (selfplay/trainer/repetition.py)",
+    )
+    novelty_window: int = knob(512, "the pool's newest tasks the novelty penalty compares with")
     solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
     solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")
 
     def check(self) -> None:
-        if self.repetition < 0 or not 0 < self.repetition_similarity <= 1:
-            raise ConfigError("reward.repetition must be >= 0, repetition_similarity in (0, 1]")
+        if self.repetition < 0 or self.novelty < 0 or not 0 < self.repetition_similarity <= 1:
+            raise ConfigError(
+                "reward.repetition and reward.novelty must be >= 0, repetition_similarity in (0, 1]"
+            )
+        positive(self, "novelty_window")
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,7 @@ class SharedStore:
         "sample",
         "references",
         "get",
+        "latest",
         "stats",
         "selection",
         "estimates",

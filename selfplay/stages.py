@@ -50,7 +50,7 @@ from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
-from selfplay.trainer.repetition import cluster_shares
+from selfplay.trainer.repetition import cluster_shares, novelty
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
@@ -416,10 +416,10 @@ def reward(
     trained on as AZR does, each task's answers a group of their own (as a frontier task's
     are), so no generated answer is wasted."""
     cfg = run.config
-    repetition = _repetition(cfg, stored)
+    penalties = _penalties(run, stored)
     rollouts = [
         _proposer_rollout(run, s, rate, penalty)
-        for s, rate, penalty in zip(stored, rates, repetition, strict=True)
+        for s, rate, penalty in zip(stored, rates, penalties, strict=True)
     ]
     # Solver groups are numbered after the proposer's, so that no group mixes the two roles.
     offset = max((s.validated.proposed.group for s in stored), default=-1) + 1
@@ -437,22 +437,35 @@ def reward(
     return tuple(replace(r, advantage=a) for r, a in zip(rollouts, advantages, strict=True))
 
 
-def _repetition(config, stored: tuple[Stored, ...]) -> list[float]:
-    """Each proposal's batch repetition penalty (`reward.repetition`, `trainer/repetition.py`):
-    the valid proposals of the step clustered by their programs."""
+def _penalties(run: Run, stored: tuple[Stored, ...]) -> list[float]:
+    """Each proposal's repetition and novelty penalties (`reward.repetition`,
+    `reward.novelty`; `trainer/repetition.py`): the step's valid proposals clustered by their
+    programs, and each compared with the pool's newest tasks from before the step."""
+    cfg = run.config.reward
     penalties = [0.0] * len(stored)
     valid = [k for k, s in enumerate(stored) if s.outcome == "valid"]
-    if config.reward.repetition > 0 and valid:
-        programs = [stored[k].validated.task.program for k in valid]
-        shares = cluster_shares(programs, config.reward.repetition_similarity)
+    if not valid or (cfg.repetition <= 0 and cfg.novelty <= 0):
+        return penalties
+    programs = [stored[k].validated.task.program for k in valid]
+    if cfg.repetition > 0:
+        shares = cluster_shares(programs, cfg.repetition_similarity)
         for k, share in zip(valid, shares, strict=True):
-            penalties[k] = config.reward.repetition * share
+            penalties[k] += cfg.repetition * share
+    if cfg.novelty > 0:
+        this_step = {s.task_id for s in stored}
+        earlier = [
+            t.task.program for t in run.store.latest(cfg.novelty_window) if t.id not in this_step
+        ]
+        for k, near in zip(
+            valid, novelty(programs, earlier, cfg.repetition_similarity), strict=True
+        ):
+            penalties[k] += cfg.novelty * near
     return penalties
 
 
-def _proposer_rollout(run: Run, stored: Stored, rate: float | None, repetition: float) -> Rollout:
+def _proposer_rollout(run: Run, stored: Stored, rate: float | None, penalty: float) -> Rollout:
     p = stored.validated.proposed
-    result = RoleResult("propose", stored.outcome, rate, stored.duplicate, repetition)
+    result = RoleResult("propose", stored.outcome, rate, stored.duplicate, penalty)
     r = role_reward(result, run.config)
     return Rollout("propose", p.task_type, p.group, p.prompt_ids, p.completion_ids, p.logprobs, r)
 

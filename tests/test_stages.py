@@ -265,6 +265,21 @@ def test_proposals_alike_share_a_repetition_penalty(make_run):
     assert rewards == pytest.approx([0.5 - 0.4, 0.5 - 0.4, 0.5 - 0.2])
 
 
+def test_a_variant_of_an_earlier_pool_program_loses_its_novelty(make_run):
+    """The pool holds SORTED (the seed) and TRIPLE (an earlier step's); a variant of TRIPLE
+    loses the whole novelty penalty, a new program nothing; the step's own tasks do not
+    count against each other (that is the repetition penalty's part)."""
+    earlier = Task("deduction", TRIPLE, ("2",), ("6",), cpu_s=1e-4)
+    run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.novelty=0.3"], more=[earlier])
+    proposals = [
+        proposed(0, "deduction", "def f(k):\n    return k * 5", "2", [seed_id]),
+        proposed(1, "abduction", REVERSED, "'abc'", [seed_id]),
+    ]
+    _, _, rollouts, _ = one_step(run, proposals)
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    assert rewards == pytest.approx([0.5 - 0.3, 0.5])
+
+
 def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.proposer_duplicate=0"])
     proposals = (

@@ -385,6 +385,11 @@ class TaskStore:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def latest(self, n: int) -> list[PoolTask]:
+        """The `n` tasks that entered the pool last, oldest first."""
+        ids = self.index["id"][-n:].tolist() if n > 0 else []
+        return self.get(ids)
+
     def get(self, ids: Sequence[int], step: int | None = None) -> list[PoolTask]:
         """Tasks by id, in the order given, with their provenance and estimates."""
         estimates = self._estimates(self.index.positions(ids), step) if len(ids) else []

@@ -1,5 +1,5 @@
-"""R-Zero's batch repetition penalty, on programs: proposals of one step that resemble each
-other share a cluster, and each earns less the larger its cluster.
+"""Penalties for proposals that resemble others: R-Zero's batch repetition penalty, and
+novelty against the pool.
 
 R-Zero (Huang et al. 2025) clusters a batch's questions by BLEU distance and subtracts
 lambda * |C| / B from each question's uncertainty reward, clipped at 0 (C its cluster, B the
@@ -10,8 +10,18 @@ changes constants resembles its original), function headers left out (every prog
 `def f(...)`, which would make any two short programs alike); two proposals whose similarity
 is at least
 `reward.repetition_similarity` are linked and a cluster is a connected group (single
-linkage). A proposal's penalty is `reward.repetition` * |C| / B, taken off its learnability
-(never below 0: a valid new task still earns more than a duplicate).
+linkage). A proposal's penalty is `reward.repetition` * |C| / B.
+
+Novelty (`novelty`): a proposal that resembles a task the pool held before the step (among its
+`reward.novelty_window` newest, where a collapsing proposer's variants of one program pile
+up) loses `reward.novelty` * (s - t) / (1 - t), with s its largest similarity to them and t
+`reward.repetition_similarity`: a variant of a pool program that changes one operator is
+near 1, an unrelated program 0.
+
+Both are taken off a new task's learnability, down to the duplicate penalty at most: a
+near-copy never earns less than a copy, and a proposal that is different earns more than one
+alike even where both are too easy or too hard to earn learnability (R-Zero clips at 0, which
+leaves no gradient between them there).
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from collections.abc import Sequence
 from selfplay.curriculum.references import jaccard, tokens
 from selfplay.proposer.canonical import canonical_program
 
-__all__ = ["cluster_shares"]
+__all__ = ["cluster_shares", "novelty"]
 
 
 def cluster_shares(programs: Sequence[str], threshold: float) -> list[float]:
@@ -47,3 +57,15 @@ def _shape(program: str) -> frozenset[str]:
     """The tokens of the program's canonical text without its `def` lines."""
     lines = canonical_program(program).splitlines()
     return tokens("\n".join(line for line in lines if not line.lstrip().startswith("def ")))
+
+
+def novelty(programs: Sequence[str], earlier: Sequence[str], threshold: float) -> list[float]:
+    """Per program, how far above `threshold` its largest similarity to `earlier` lies, as a
+    share of the way to 1 (0 when it is below, or there is nothing earlier)."""
+    known = [_shape(p) for p in earlier]
+    out = []
+    for program in programs:
+        shape = _shape(program)
+        closest = max((jaccard(shape, k) for k in known), default=0.0)
+        out.append(max(0.0, (closest - threshold) / (1.0 - threshold)) if threshold < 1 else 0.0)
+    return out

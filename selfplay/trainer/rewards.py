@@ -13,9 +13,9 @@ Proposer (one proposed task, after the solver attempted it `selfplay.attempts` t
                rzero_band  1 when curriculum.band[0] <= p <= curriculum.band[1], else 0
                rzero_peak  min(p, 1 - p), largest at p = 1/2 (R-Zero's uncertainty reward / 2)
                variance    p (1 - p)
-             less `repetition` (R-Zero's batch repetition penalty, `reward.repetition` times
-             the share of the step's valid proposals in its cluster; `repetition.py`), not
-             below 0
+             less `penalty`: R-Zero's batch repetition penalty and the novelty penalty
+             (`reward.repetition`, `reward.novelty`; `repetition.py`), down to the duplicate
+             penalty at most
   duplicate  `reward.proposer_duplicate` (default -0.5): valid, but no new work: the pool
              held the task, its program copies a reference shown in the prompt, it is
              trivial or a benchmark's program (`stages.store_tasks` decides)
@@ -51,7 +51,7 @@ class RoleResult:
     outcome: ProposalOutcome | AnswerOutcome
     solve_rate: float | None = None  # proposer, valid: the solver's empirical solve rate
     duplicate: bool = False  # proposer, valid: no new task (see `selfplay.types.Stored`)
-    repetition: float = 0.0  # proposer, valid: the batch repetition penalty
+    penalty: float = 0.0  # proposer, valid: the repetition and novelty penalties
 
 
 def learnability(shape: str, p: float, config) -> float:
@@ -83,7 +83,9 @@ def proposer_reward(result: RoleResult, config) -> float:
     if result.solve_rate is None:
         raise ValueError("a valid proposal's reward needs the solver's solve rate")
     reward = learnability(cfg.learnability, result.solve_rate, config)
-    return max(0.0, reward - result.repetition) if result.repetition else reward
+    if result.penalty:
+        return max(cfg.proposer_duplicate, reward - result.penalty)
+    return reward
 
 
 REWARDS: dict[str, Callable[[RoleResult, object], float]] = {

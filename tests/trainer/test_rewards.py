@@ -71,13 +71,30 @@ def test_a_duplicate_earns_no_learnability():
     assert proposer(0.5) == 0.5  # the same task, new
 
 
-def test_repetition_penalty_lowers_learnability_but_not_below_zero():
-    assert reward(RoleResult("propose", "valid", 0.5, repetition=0.2), CONFIG) == 0.3
-    assert reward(RoleResult("propose", "valid", 0.5, repetition=0.9), CONFIG) == 0.0
-    duplicate = RoleResult("propose", "valid", 0.5, duplicate=True, repetition=0.2)
+def test_penalties_lower_learnability_down_to_the_duplicate_penalty():
+    assert reward(RoleResult("propose", "valid", 0.5, penalty=0.2), CONFIG) == 0.3
+    assert reward(RoleResult("propose", "valid", 1.0, penalty=0.3), CONFIG) == -0.3
+    assert reward(RoleResult("propose", "valid", 0.5, penalty=2.0), CONFIG) == -0.5
+    duplicate = RoleResult("propose", "valid", 0.5, duplicate=True, penalty=0.2)
     assert reward(duplicate, CONFIG) == CONFIG.reward.proposer_duplicate  # a penalty already
     with pytest.raises(ConfigError, match="repetition"):
         load(None, ["reward.repetition=-1"])
+    with pytest.raises(ConfigError, match="novelty"):
+        load(None, ["reward.novelty=-1"])
+
+
+def test_novelty_is_the_distance_to_the_closest_earlier_program():
+    from selfplay.trainer.repetition import novelty
+
+    earlier = ["def f(n):\n    return n ** 2 if isinstance(n, int) else None"]
+    programs = [
+        "def f(x):\n    return x ** 3 if isinstance(x, int) else None",  # a constant changed
+        "def f(s):\n    return ''.join(sorted(set(s)))",
+    ]
+    assert novelty(programs, earlier, 0.5) == [1.0, 0.0]
+    assert novelty(programs, [], 0.5) == [0.0, 0.0]
+    half = novelty(["def f(n):\n    return n ** 2 if n > 0 else None"], earlier, 0.5)[0]
+    assert 0 < half < 1
 
 
 def test_programs_cluster_by_their_shape_not_their_names_or_constants():
