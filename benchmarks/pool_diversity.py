@@ -1,0 +1,90 @@
+"""What a run's pool holds: is it new work, or the seed, copies and one program over and over?
+
+    python benchmarks/pool_diversity.py store/learn/pool.sqlite --run learn
+    python benchmarks/pool_diversity.py pool.jsonl          # an export (`selfplay pool export`)
+
+Reads the proposed tasks of a pool (a store, or a JSONL export) and judges them again with
+the project's own checks, in the sandbox:
+
+  trivial        tasks that are no work for a solver (`selfplay.trivial`: copying answers
+                 them, their function ignores its input, or their output does not move with
+                 it), by reason; a run keeps them out of its pool, so this counts what got in
+                 before that rule or by a bug
+  contaminated   tasks whose program is one of CRUXEval, HumanEval or MBPP
+                 (`selfplay.datasets.contamination`), by benchmark
+  programs       distinct programs (after `canonical_program`), and how the proposed programs
+                 cluster by shape (`trainer/repetition.py`, similarity 0.5): the largest
+                 cluster's share says whether the pool is one idea in many variants
+
+Prints one JSON line per part; the last line is the summary: tasks, proposed, trivial,
+contaminated, distinct_programs, clusters, largest_cluster_share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from selfplay.config import CurriculumConfig, ExecutorConfig
+from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
+from selfplay.datasets.files import records
+from selfplay.executor import Executor
+from selfplay.proposer.canonical import canonical_program
+from selfplay.trainer.repetition import cluster_shares
+from selfplay.trivial import trivial_reasons
+from selfplay.types import Task
+
+
+def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
+    """(task, origin) of every task of a store or a JSONL export."""
+    if path.endswith((".jsonl", ".jsonl.gz")):
+        return [
+            (
+                Task(r["type"], r["program"], tuple(r["inputs"]), tuple(r["outputs"]),
+                     r.get("message", ""), r.get("n_visible", 0)),
+                r.get("origin", "proposed"),
+            )
+            for r in records(path)
+        ]  # fmt: skip
+    from selfplay.curriculum import TaskStore
+
+    with TaskStore.open(path, run, CurriculumConfig(run=run)) as store:
+        return [(t.task, t.provenance.origin) for t in store.get(store.index["id"].tolist())]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("pool", help="a pool (SQLite path or database URL) or a JSONL export")
+    parser.add_argument("--run", default="default", help="the run's name in the store")
+    args = parser.parse_args()
+    tasks = pool_tasks(args.pool, args.run)
+    proposed = [t for t, origin in tasks if origin == "proposed" and t.type != "math"]
+    with Executor(ExecutorConfig()) as executor:
+        reasons = Counter(r for r in trivial_reasons(executor, proposed) if r)
+    print(json.dumps({"part": "trivial", **reasons}))
+    benchmarks = BenchmarkPrograms.load(BENCHMARK_FILES)
+    contaminated = Counter(b for t in proposed if (b := benchmarks.match(t.program)))
+    missing = sorted(benchmarks.missing)
+    print(json.dumps({"part": "contaminated", **contaminated, "unchecked": missing}))
+    programs = sorted({canonical_program(t.program) for t in proposed})
+    shares = cluster_shares(programs, 0.5)
+    clusters = round(sum(1 / (s * len(programs)) for s in shares)) if programs else 0
+    largest = max(shares, default=0.0)
+    print(json.dumps({"part": "programs", "distinct": len(programs), "clusters": clusters}))
+    summary = {
+        "pool": str(Path(args.pool)),
+        "tasks": len(tasks),
+        "proposed": len(proposed),
+        "trivial": sum(reasons.values()),
+        "contaminated": sum(contaminated.values()),
+        "distinct_programs": len(programs),
+        "clusters": clusters,
+        "largest_cluster_share": round(largest, 4),
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
