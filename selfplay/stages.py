@@ -50,7 +50,7 @@ from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
-from selfplay.trainer.repetition import cluster_shares, novelty
+from selfplay.trainer.repetition import penalties
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
@@ -438,29 +438,16 @@ def reward(
 
 
 def _penalties(run: Run, stored: tuple[Stored, ...]) -> list[float]:
-    """Each proposal's repetition and novelty penalties (`reward.repetition`,
-    `reward.novelty`; `trainer/repetition.py`): the step's valid proposals clustered by their
-    programs, and each compared with the pool's newest tasks from before the step."""
+    """Each proposal's repetition and novelty penalties (`trainer/repetition.py`), against
+    the step's other valid proposals and the pool's newest tasks from before the step."""
     cfg = run.config.reward
-    penalties = [0.0] * len(stored)
-    valid = [k for k, s in enumerate(stored) if s.outcome == "valid"]
-    if not valid or (cfg.repetition <= 0 and cfg.novelty <= 0):
-        return penalties
-    programs = [stored[k].validated.task.program for k in valid]
-    if cfg.repetition > 0:
-        shares = cluster_shares(programs, cfg.repetition_similarity)
-        for k, share in zip(valid, shares, strict=True):
-            penalties[k] += cfg.repetition * share
-    if cfg.novelty > 0:
+    programs = [s.validated.task.program if s.outcome == "valid" else None for s in stored]
+    earlier = []
+    if cfg.novelty > 0 and any(programs):
         this_step = {s.task_id for s in stored}
-        earlier = [
-            t.task.program for t in run.store.latest(cfg.novelty_window) if t.id not in this_step
-        ]
-        for k, near in zip(
-            valid, novelty(programs, earlier, cfg.repetition_similarity), strict=True
-        ):
-            penalties[k] += cfg.novelty * near
-    return penalties
+        latest = run.store.latest(cfg.novelty_window)
+        earlier = [t.task.program for t in latest if t.id not in this_step]
+    return penalties(cfg, programs, earlier)
 
 
 def _proposer_rollout(run: Run, stored: Stored, rate: float | None, penalty: float) -> Rollout:

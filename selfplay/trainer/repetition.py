@@ -31,7 +31,26 @@ from collections.abc import Sequence
 from selfplay.curriculum.references import jaccard, tokens
 from selfplay.proposer.canonical import canonical_program
 
-__all__ = ["cluster_shares", "novelty"]
+__all__ = ["cluster_shares", "novelty", "penalties"]
+
+
+def penalties(config, programs: Sequence[str | None], earlier: Sequence[str]) -> list[float]:
+    """Per proposal of a step (its program, None unless valid), the repetition and novelty
+    penalties of `config` (the `reward` section) against the step's valid proposals and the
+    pool's `earlier` programs."""
+    out = [0.0] * len(programs)
+    valid = [k for k, p in enumerate(programs) if p is not None]
+    if not valid:
+        return out
+    own = [programs[k] for k in valid]
+    if config.repetition > 0:
+        for k, share in zip(valid, cluster_shares(own, config.repetition_similarity), strict=True):
+            out[k] += config.repetition * share
+    if config.novelty > 0:
+        near = novelty(own, earlier, config.repetition_similarity)
+        for k, distance in zip(valid, near, strict=True):
+            out[k] += config.novelty * distance
+    return out
 
 
 def cluster_shares(programs: Sequence[str], threshold: float) -> list[float]:
