@@ -90,6 +90,11 @@ class CurriculumConfig(Checked):
         "benchmarks whose programs a proposal may not reproduce: such a proposal stays out of "
         "the pool, as a duplicate (their data under $SELFPLAY_DATA; absent data is skipped)",
     )
+    reference_dropout: float = knob(
+        0.0,
+        "share of proposer prompts shown no reference, whose proposer invents from its own "
+        "prior (a small model copies what it is shown)",
+    )
     seed_visible_fraction: float = knob(
         0.5, "share of an imported induction task's pairs shown to the solver; the rest are hidden"
     )
@@ -128,7 +133,12 @@ class CurriculumConfig(Checked):
             object.__setattr__(self, "type_quotas", (*quotas, 0.0))
         if not 0 < self.discount <= 1:
             raise ConfigError("curriculum.discount must be in (0, 1]")
-        for name in ("recent_share", "seed_visible_fraction", "reference_max_similarity"):
+        for name in (
+            "recent_share",
+            "seed_visible_fraction",
+            "reference_max_similarity",
+            "reference_dropout",
+        ):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"curriculum.{name} must be in [0, 1]")
         positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")

@@ -10,6 +10,12 @@ fewer than K, the least similar of the rest fill the prompt; no task is shown tw
 pool of fewer than K tasks gives fewer references. When fewer than K tasks have a positive
 weight (a young or fully solved pool), every task of the allowed types is a candidate,
 uniformly.
+
+A share `reference_dropout` of the prompts (drawn with the step's seed) is shown no reference
+at all: its proposer invents from its own prior. A small model shown references mostly copies
+them or writes a variant, and a zero-data pool's first non-trivial task then becomes the one
+idea every later proposal repeats (measured: a run whose 20 proposed tasks were all variants
+of one squaring function).
 """
 
 from __future__ import annotations
@@ -50,7 +56,11 @@ def choose_references(store, n_prompts: int, step: int, k: int, types, salt: int
     loaded = {t.id: t for t in store.get(ids[unique].tolist(), step)}
     shape = {i: tokens(t.task.program) for i, t in loaded.items()}
     limit = store.config.reference_max_similarity
-    return [[loaded[i] for i in _diverse(ids[c].tolist(), shape, k, limit)] for c in candidates]
+    chosen = [[loaded[i] for i in _diverse(ids[c].tolist(), shape, k, limit)] for c in candidates]
+    if store.config.reference_dropout > 0:  # its own stream: other draws stay as they were
+        blank = sampler.generator(store.config, step, salt, stream=2).random(n_prompts)
+        chosen = [[] if b < store.config.reference_dropout else c for b, c in zip(blank, chosen)]
+    return chosen
 
 
 def _diverse(candidates: list[int], shape: dict, k: int, limit: float) -> list[int]:

@@ -170,3 +170,17 @@ def test_references_avoid_near_duplicates(store_url, config):
         refs = store.references(30, step=0, k=4)
         from_family = np.mean([sum(t.id in family for t in prompt) for prompt in refs])
         assert from_family < 1.5  # uniform choice would give 3 of 4 from the family
+
+
+def test_reference_dropout_blanks_a_share_of_the_prompts_and_nothing_else(store_url, config):
+    from dataclasses import replace
+
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        store.add_tasks([task(i) for i in range(30)], Provenance())
+        shown = store.references(200, step=3, k=2)
+    with TaskStore.open(store_url, "r", replace(config, reference_dropout=0.25)) as store:
+        dropped = store.references(200, step=3, k=2)
+    blank = [i for i, refs in enumerate(dropped) if not refs]
+    assert 30 < len(blank) < 70  # about a quarter
+    assert all(shown[i] == dropped[i] for i in range(200) if i not in blank)
+    assert all(shown[i] for i in range(200))
