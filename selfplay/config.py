@@ -326,6 +326,11 @@ class TrainerConfig(Checked):
     kl_horizon: float = knob(
         5.0, "steps over which the adaptive controller changes kl_coef by its error (<= 20%)"
     )
+    entropy_floor: float = knob(
+        0.0,
+        "with kl_target: while the mean token entropy of a step's update is below this, "
+        "kl_coef rises as for a KL 20% over the target",
+    )
     micro_batch: int = knob(4, "rollouts per forward/backward pass")
     share_prompts: bool = knob(
         True, "run a prompt through the model once for all of its completions (exact)"

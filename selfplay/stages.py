@@ -492,7 +492,7 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
         run.engine.wake_up()
     if run.kl is not None and trainer.kl_coef > 0:
         stats["kl_coef"] = trainer.kl_coef
-        run.kl.update(stats.get("kl_ref"))
+        run.kl.update(stats.get("kl_ref"), stats.get("entropy"))
     return stats
 
 

@@ -15,9 +15,12 @@ first step, so the coefficient first moves down.
 
 The controller guards against the collapse a self-play run falls into: as the policy drifts
 its token entropy falls and its proposals turn into copies (measured without a KL term:
-entropy 0.71 -> 0.1 and held-out scores falling back after step 20). Here
-the horizon counts steps (verl counts samples), and at most 20% / `kl_horizon` is changed per
-step. The coefficient travels with the checkpoints, so a resumed run goes on with it.
+entropy 0.71 -> 0.1 and held-out scores falling back after step 20). It also watches the
+entropy: while the step's mean token entropy (`update/entropy`) is below
+`trainer.entropy_floor`, the error is taken as +20%, whatever the KL, so the coefficient rises
+until the policy is pulled back toward the initial model. The horizon counts steps (verl
+counts samples), and at most 20% / `kl_horizon` is changed per step. The coefficient travels
+with the checkpoints, so a resumed run goes on with it.
 """
 
 from __future__ import annotations
@@ -35,16 +38,20 @@ class KLControl:
     coef: float  # the coefficient the next update uses
     target: float = 0.0  # mean k3 KL per token to steer toward; 0: keep `coef` fixed
     horizon: float = 1.0  # steps over which a 20% error changes the coefficient by 20%
+    entropy_floor: float = 0.0  # below this mean token entropy the coefficient rises
 
     @classmethod
     def of(cls, trainer, coef: float | None = None) -> KLControl:
         """The controller of a `TrainerConfig`, from `coef` (a checkpoint's) or its kl_coef."""
         start = trainer.kl_coef if coef is None else coef
-        return cls(start, trainer.kl_target, trainer.kl_horizon)
+        return cls(start, trainer.kl_target, trainer.kl_horizon, trainer.entropy_floor)
 
-    def update(self, kl: float | None) -> None:
-        """Adapt after an update whose mean KL per token was `kl` (None: no update ran)."""
+    def update(self, kl: float | None, entropy: float | None = None) -> None:
+        """Adapt after an update whose mean KL per token was `kl` and mean token entropy
+        `entropy` (None: no update ran)."""
         if self.target <= 0 or kl is None or not math.isfinite(kl):
             return
         error = min(_MAX_ERROR, max(-_MAX_ERROR, kl / self.target - 1.0))
+        if entropy is not None and entropy < self.entropy_floor:
+            error = _MAX_ERROR
         self.coef *= 1.0 + error / self.horizon

@@ -19,6 +19,11 @@ def test_the_coefficient_moves_toward_the_target_by_at_most_a_fifth_per_horizon(
     for missing in (None, float("nan")):
         kl.update(missing)  # no update ran: nothing to adapt to
     assert kl.coef == before
+    low = KLControl(0.1, target=0.02, horizon=5.0, entropy_floor=0.3)
+    low.update(0.01, entropy=0.25)  # under the KL target, but the entropy is too low
+    assert low.coef == pytest.approx(0.1 * 1.04)
+    low.update(0.01, entropy=0.4)
+    assert low.coef == pytest.approx(0.1 * 1.04 * 0.96)
     fixed = KLControl(0.1)
     fixed.update(5.0)
     assert fixed.coef == 0.1
@@ -26,7 +31,7 @@ def test_the_coefficient_moves_toward_the_target_by_at_most_a_fifth_per_horizon(
 
 def test_the_configuration_refuses_a_target_without_a_start():
     trainer = load(None, ["trainer.kl_coef=0.05", "trainer.kl_target=0.01"]).trainer
-    assert KLControl.of(trainer) == KLControl(0.05, 0.01, 5.0)
+    assert KLControl.of(trainer) == KLControl(0.05, 0.01, 5.0, 0.0)
     assert KLControl.of(trainer, 0.07).coef == 0.07  # a checkpoint's coefficient
     with pytest.raises(ConfigError, match="kl_target"):
         load(None, ["trainer.kl_target=0.01"])
