@@ -18,10 +18,12 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
 5. Reward (`rewards`). Solver answers of steps 3 and 4 (every judged answer is trained on,
    each prompt's answers a group): 1 if correct, `reward.solver_wrong` (-0.5) if well-formed
    but wrong, `reward.solver_malformed` (-1) if unreadable. Proposals: the learnability
-   `reward.learnability` of p if valid and new (AZR's: 1 - p, and 0 at p in {0, 1}),
-   `reward.proposer_duplicate` (-0.5) if valid but already in the pool or a copy of a
-   reference shown, `reward.proposer_invalid` (-0.5) if the executor refused it,
-   `reward.proposer_malformed` (-1) if unreadable.
+   `reward.learnability` of p if valid and new (AZR's: 1 - p, and 0 at p in {0, 1}), less
+   the repetition and novelty penalties (`reward.repetition`, `reward.novelty`; `repetition`),
+   down to the duplicate penalty; `reward.proposer_duplicate` (-0.5) if valid but no new work
+   (already in the pool, a copy of a reference shown, trivial, or a benchmark's program),
+   `reward.proposer_invalid` (-0.5) if the executor refused it, `reward.proposer_malformed`
+   (-1) if unreadable.
 6. Advantages (`advantages`, `trainer.advantage`). trr++ (default): A = (r - mean) / (std +
    1e-6) within each (role, task type) group of the step's samples; grpo: within the samples
    of one prompt; reinforce++: within the whole batch. A group whose rewards are all equal
@@ -30,7 +32,8 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    current weights; per token, l = -min(rho A, clip(rho, 1 - clip_low, 1 + clip_high) A) with
    rho = exp(logp_new - logp_sample), aggregated over all completion tokens of a mini-batch
    (`trainer.aggregation: token`; `sequence` averages per completion first), plus
-   `trainer.kl_coef` times the k3 estimate of KL(policy || initial policy) when kl_coef > 0.
+   `trainer.kl_coef` times the k3 estimate of KL(policy || initial policy) when kl_coef > 0
+   (with `trainer.kl_target`, the coefficient adapts after each step: `kl_control`).
    The rollouts are split into `trainer.mini_batches` optimizer steps (AdamW, linear warm-up
    over `trainer.warmup_steps`, gradient-norm clip `trainer.max_grad_norm`), repeated for
    `trainer.ppo_epochs`; micro-batches of `trainer.micro_batch` accumulate gradients exactly.
@@ -60,9 +63,11 @@ How it departs from the papers:
   * R-Zero trains a separate challenger and solver model with GRPO and rewards the
     challenger by the solver's uncertainty (largest at p = 1/2) minus a repetition penalty;
     here one model plays both roles; R-Zero's shape is `reward.learnability: rzero_peak` or
-    `rzero_band`, and repeats are handled by the store (a task the pool held, or a program
-    copied from a reference shown, earns `reward.proposer_duplicate` and adds no new work)
-    rather than by a BLEU-clustering penalty.
+    `rzero_band`. Its repetition penalty (`reward.repetition`) clusters programs by the
+    token Jaccard of their shape rather than questions by BLEU, and takes the penalty down to
+    the duplicate penalty rather than to 0. Exact repeats, copies of a reference shown,
+    trivial tasks (`selfplay.trivial`) and benchmark programs are no new work: they earn
+    `reward.proposer_duplicate` and stay out of the pool.
   * TraPO's semi-supervised setting lives in the curriculum store, not in the loss: labeled
     tasks (`seed.labeled`) join solver batches at `curriculum.labeled_ratio`, and with
     `curriculum.selection: trapo` self-proposed tasks are admitted by how well their solve-rate
