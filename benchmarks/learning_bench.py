@@ -137,7 +137,7 @@ def train_step(run, step: int) -> dict:
     attempted = stages.solve(run, (), batch, step)
     generated = time.perf_counter()
     judged = stages.verify(run, attempted, step)
-    rollouts = stages.reward(run, (), stages.solve_rates((), judged), judged)
+    rollouts = stages.reward(run, (), stages.solve_rates((), judged), judged, step)
     update = stages.update(run, rollouts, step)
     stages.sync(run)
     correct = [j.outcome == "correct" for j in judged]

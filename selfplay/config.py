@@ -352,6 +352,8 @@ class TrainerConfig(Checked):
             raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
         if self.kl_target > 0 and self.kl_coef == 0:
             raise ConfigError("trainer.kl_target adapts kl_coef: give it a start above 0")
+        if self.entropy_floor > 0 and self.kl_target == 0:
+            raise ConfigError("trainer.entropy_floor acts through kl_target: set that too")
 
 
 #: CRUXEval's prompt formats (`selfplay.eval.cruxeval.PROMPT_FORMATS`; a test keeps them equal)
@@ -399,8 +401,9 @@ class RunConfig(Checked):
             raise ConfigError(f"run.threads: {self.threads}; use 0 (automatic) or a count")
         if not self.eval_benchmarks:
             raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
-        if not self.eval_prompt_formats:
-            raise ConfigError("run.eval_prompt_formats: empty; choose from direct, cot, selfplay")
+        formats = self.eval_prompt_formats
+        if not formats or len(set(formats)) < len(formats):
+            raise ConfigError("run.eval_prompt_formats: each of direct, cot, selfplay at most once")
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ def run_step(run: Run, step: int) -> dict[str, float]:
         judged = stages.verify(run, attempted, step)
     with timer("reward"):
         rates = stages.solve_rates(stored, judged)
-        rollouts = stages.reward(run, stored, rates, judged)
+        rollouts = stages.reward(run, stored, rates, judged, step)
     if run.samples is not None:
         run.samples.write(step, rollouts)
     with timer("update"):
@@ -253,7 +253,8 @@ def open_run(config: Config) -> tuple[Run, int]:
         math_checker=MathChecker(config.mathcheck),
         ranks=ranks,
         benchmarks=_benchmark_programs(config, ranks),
-        kl=KLControl.of(t, saved.get("kl_coef")),
+        # an adapted coefficient goes on from the checkpoint's; a fixed one is the config's
+        kl=KLControl.of(t, saved.get("kl_coef") if t.kl_target > 0 else None),
     )
     if ranks.is_main:
         _prepare_pool(run, labeled)

@@ -98,10 +98,10 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
         induction = task_type == "induction"
         programs: list[str | None] = [None] * n
         if induction:
-            draw = run.store.sample(n, step, types=_PROGRAM_TYPES, salt=_PROGRAM_SALT + salt)
-            if not draw.tasks:
+            given = _induction_programs(run, n, step, _PROGRAM_SALT + salt)
+            if not given:
                 continue  # nothing to write inputs for yet
-            programs = [draw.tasks[k % len(draw.tasks)].task.program for k in range(n)]
+            programs = [given[k % len(given)] for k in range(n)]
         ref_types = [task_type] if task_type in ("induction", "math") else list(_PROGRAM_TYPES)
         references = run.store.references(n, step, types=ref_types, salt=salt)
         for k in range(n):
@@ -148,6 +148,17 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
                 )
             )
     return tuple(proposed)
+
+
+def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
+    """Programs of `n` pool tasks drawn for induction proposals to write inputs for, trivial
+    ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every choice of
+    inputs makes a trivial task, which the proposer, not having written it, cannot help."""
+    tasks = [t.task for t in run.store.sample(n, step, types=_PROGRAM_TYPES, salt=salt).tasks]
+    if tasks and not run.config.curriculum.keep_trivial:
+        tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
+                 if not why]  # fmt: skip
+    return [t.program for t in tasks]
 
 
 def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
@@ -408,6 +419,7 @@ def reward(
     stored: tuple[Stored, ...],
     rates: tuple[float | None, ...],
     judged: tuple[Judged, ...],
+    step: int,
 ) -> tuple[Rollout, ...]:
     """Both roles' rollouts with their rewards (a proposal's from its solve rate in `rates`)
     and their advantages, normalised by the configured estimator.
@@ -416,7 +428,7 @@ def reward(
     trained on as AZR does, each task's answers a group of their own (as a frontier task's
     are), so no generated answer is wasted."""
     cfg = run.config
-    penalties = _penalties(run, stored)
+    penalties = _penalties(run, stored, step)
     rollouts = [
         _proposer_rollout(run, s, rate, penalty)
         for s, rate, penalty in zip(stored, rates, penalties, strict=True)
@@ -437,16 +449,20 @@ def reward(
     return tuple(replace(r, advantage=a) for r, a in zip(rollouts, advantages, strict=True))
 
 
-def _penalties(run: Run, stored: tuple[Stored, ...]) -> list[float]:
+def _penalties(run: Run, stored: tuple[Stored, ...], step: int) -> list[float]:
     """Each proposal's repetition and novelty penalties (`trainer/repetition.py`), against
     the step's other valid proposals and the pool's newest tasks from before the step."""
     cfg = run.config.reward
-    programs = [s.validated.task.program if s.outcome == "valid" else None for s in stored]
+    # an induction task's program was given to its proposer: only written programs count
+    programs = [
+        s.validated.task.program
+        if s.outcome == "valid" and s.validated.task.type != "induction"
+        else None
+        for s in stored
+    ]
     earlier = []
     if cfg.novelty > 0 and any(programs):
-        this_step = {s.task_id for s in stored}
-        latest = run.store.latest(cfg.novelty_window)
-        earlier = [t.task.program for t in latest if t.id not in this_step]
+        earlier = [t.task.program for t in run.store.latest(cfg.novelty_window, step)]
     return penalties(cfg, programs, earlier)
 
 

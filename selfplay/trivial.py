@@ -138,7 +138,7 @@ def _variants(value) -> Iterator:
     if isinstance(value, bool):
         yield not value
     elif isinstance(value, int):
-        yield from (value + 1, value - 3, 2 * value + 7)
+        yield from (value + 1, -value - 2, 2 * value + 7)  # one of another sign
     elif isinstance(value, float):
         if math.isfinite(value):
             yield from (value + 1.5, -value - 0.5)

@@ -224,6 +224,12 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     with open(tmp_path / "again.txt", "w") as out:
         run(load(None, resumed), out=out)
     assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(saved["kl_coef"])
+    # resumed with a fixed coefficient: the configuration's, not the checkpoint's
+    fixed = [a for a in resumed if not a.startswith(("run.steps=", "trainer.kl"))]
+    fixed += ["run.steps=4", "trainer.kl_coef=0.05"]
+    with open(tmp_path / "fixed.txt", "w") as out:
+        run(load(None, fixed), out=out)
+    assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(0.05)
 
 
 @pytest.mark.slow

@@ -166,7 +166,7 @@ def test_one_step_of_math_tasks(math_run):
         (HALF, "0.5"): "correct",
     }
     rates = stages.solve_rates(placed, answers)
-    rollouts = stages.reward(math_run, placed, rates, answers)
+    rollouts = stages.reward(math_run, placed, rates, answers, 1)
     advantages = [r.advantage for r in rollouts]
     assert list(rates[:2]) == [0.5, 1.0]
     assert {r.task_type for r in rollouts} == {"math"}
@@ -246,7 +246,7 @@ def test_a_labeled_math_task_is_drawn_answered_and_judged(tmp_path, executor):
             ("(-2, 2)", "(-2,2)"): ("correct", "ok"),
             ("(-2, 2)", "[-2, 2]"): ("wrong", "not_equal"),
         }
-        rollouts = stages.reward(run, (), (), answers)
+        rollouts = stages.reward(run, (), (), answers, 1)
         advantages = [r.advantage for r in rollouts]
         paid = {j.outcome: set() for j in answers}
         for r, j in zip(rollouts, answers, strict=True):

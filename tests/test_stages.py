@@ -108,7 +108,7 @@ def one_step(run: Run, proposals, step: int = 1):
     batch, _ = stages.sample(run, step)
     judged = stages.verify(run, stages.solve(run, stored, batch, step), step)
     rates = stages.solve_rates(stored, judged)
-    rollouts = stages.reward(run, stored, rates, judged)
+    rollouts = stages.reward(run, stored, rates, judged, step)
     metrics = step_metrics(run, stored, judged, rates, batch, rollouts, {}, StageTimer())
     return stored, judged, rollouts, metrics
 
@@ -252,7 +252,8 @@ def test_a_benchmark_program_stays_out_of_the_pool(make_run):
 
 def test_proposals_alike_share_a_repetition_penalty(make_run):
     """R-Zero's batch penalty: two proposals of one shape (constants and names aside) each
-    lose lambda * 2/3 of their learnability, the third lambda * 1/3; never below 0."""
+    lose lambda * 2/3 of their learnability, the third lambda * 1/3 (down to the duplicate
+    penalty at most)."""
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.repetition=0.6"])
     proposals = [
         proposed(0, "deduction", TRIPLE, "4", [seed_id]),
@@ -267,17 +268,27 @@ def test_proposals_alike_share_a_repetition_penalty(make_run):
 
 def test_a_variant_of_an_earlier_pool_program_loses_its_novelty(make_run):
     """The pool holds SORTED (the seed) and TRIPLE (an earlier step's); a variant of TRIPLE
-    loses the whole novelty penalty, a new program nothing; the step's own tasks do not
-    count against each other (that is the repetition penalty's part)."""
+    loses the whole novelty penalty, a new program nothing, and the step's own tasks (two
+    alike) do not count against each other (that is the repetition penalty's part); nor does
+    an induction task, whose program was given."""
     earlier = Task("deduction", TRIPLE, ("2",), ("6",), cpu_s=1e-4)
-    run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.novelty=0.3"], more=[earlier])
+    run, seed_id = make_run(
+        ["selfplay.solver_tasks=1", "reward.novelty=0.3", "selfplay.task_types=[deduction, "
+         "abduction, induction]"],
+        more=[earlier],
+    )  # fmt: skip
+    induction = Proposal("induction", TRIPLE, ("1", "2", "3", "4"), "triples")
     proposals = [
         proposed(0, "deduction", "def f(k):\n    return k * 5", "2", [seed_id]),
         proposed(1, "abduction", REVERSED, "'abc'", [seed_id]),
+        proposed(2, "deduction", REVERSED, "'xyz'", [seed_id]),
+        dataclasses.replace(proposed(3, "induction", TRIPLE, "1"), parsed=induction),
     ]
-    _, _, rollouts, _ = one_step(run, proposals)
+    stored, _, rollouts, _ = one_step(run, proposals)
+    assert [s.outcome for s in stored] == ["valid"] * 4
     rewards = [r.reward for r in rollouts if r.role == "propose"]
-    assert rewards == pytest.approx([0.5 - 0.3, 0.5])
+    assert rewards[:3] == pytest.approx([0.5 - 0.3, 0.5, 0.5])
+    assert rewards[3] >= 0  # its learnability, untouched
 
 
 def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_run):
@@ -296,7 +307,7 @@ def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_
     later = stages.store_tasks(run, validated, 4)
     assert [s.duplicate for s in later] == [True, True]
     rates = (0.5, 0.5)
-    rollouts = stages.reward(run, first, rates, ())
+    rollouts = stages.reward(run, first, rates, (), 3)
     assert [r.reward for r in rollouts] == [0.5, 0.0]  # reward.proposer_duplicate=0
 
 

@@ -121,3 +121,6 @@ def test_the_proposer_is_told_that_trivial_tasks_are_discarded():
 
     assert "must depend on the input" in text(True)
     assert "must depend on the input" not in text(False)
+    induction = proposer_prompt("induction", [], program="def f(x):\n    return x * 2",
+                                refuse_trivial=True)[-1].content  # fmt: skip
+    assert "reveal nothing" in induction

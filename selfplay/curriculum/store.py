@@ -385,10 +385,11 @@ class TaskStore:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def latest(self, n: int) -> list[PoolTask]:
-        """The `n` tasks that entered the pool last, oldest first."""
-        ids = self.index["id"][-n:].tolist() if n > 0 else []
-        return self.get(ids)
+    def latest(self, n: int, before_step: int) -> list[PoolTask]:
+        """The `n` tasks that entered the pool last before step `before_step`, oldest first
+        (tasks of later steps, say those a resumed run will add again, are left out)."""
+        ids = self.index["id"][self.index["step"] < before_step]
+        return self.get(ids[-n:].tolist() if n > 0 else [])
 
     def get(self, ids: Sequence[int], step: int | None = None) -> list[PoolTask]:
         """Tasks by id, in the order given, with their provenance and estimates."""

@@ -7,9 +7,10 @@ benchmarks (all of MBPP, not only its test split); `match(program)` names the be
 program reproduces, or gives "".
 
 Normalised (`normalise`): the benchmark's entry function renamed `f` (HumanEval's
-`entry_point`, the function MBPP's first test calls; CRUXEval's is `f`), docstrings dropped,
-then `canonical_program` (comments, layout, quoting, annotations, and the names a program binds
-renamed in order). So HumanEval's
+`entry_point`, the function MBPP's first test calls that its code defines; CRUXEval's is `f`),
+docstrings and imports dropped (HumanEval's `from typing import List` is no part of the
+function), then `canonical_program` (comments, layout, quoting, annotations, and the names a
+program binds renamed in order). So HumanEval's
 
     def add(x: int, y: int):
         \"\"\"Add two numbers x and y ...\"\"\"
@@ -43,7 +44,6 @@ BENCHMARK_FILES = {
     "mbpp": "mbpp/mbpp.jsonl",
 }
 _BODIES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_CALLED = re.compile(r"^\s*assert\s+\(?\s*([A-Za-z_]\w*)\s*\(")
 
 
 def normalise(program: str, entry: str = "f") -> str:
@@ -55,6 +55,7 @@ def normalise(program: str, entry: str = "f") -> str:
             tree = ast.parse(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return " ".join(program.split())
+    tree.body = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom)]
     for node in ast.walk(tree):
         if isinstance(node, _BODIES) and _docstring(node.body):
             node.body = node.body[1:] or [ast.Pass()]
@@ -118,6 +119,12 @@ def _programs(benchmark: str, rows: list[dict]) -> Iterable[tuple[str, str]]:
         ):
             yield row["prompt"] + row["canonical_solution"], row["entry_point"]
         elif benchmark == "mbpp" and "code" in row:
-            tests = row.get("test_list") or [""]
-            called = _CALLED.match(tests[0])
-            yield row["code"], called.group(1) if called else "f"
+            yield row["code"], _mbpp_entry(row["code"], (row.get("test_list") or [""])[0])
+
+
+def _mbpp_entry(code: str, test: str) -> str:
+    """The function of MBPP `code` that its first test calls (`assert int(g(5, 3)) == 35`
+    calls `int` and `g`: the one the code defines), else "f"."""
+    called = set(re.findall(r"([A-Za-z_]\w*)\s*\(", test))
+    defined = re.findall(r"^def\s+([A-Za-z_]\w*)", code, re.M)
+    return next((name for name in defined if name in called), "f")

@@ -19,8 +19,9 @@ frozen held-out set of `selfplay.eval.generated` is made so.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -137,27 +138,26 @@ def _split_of(program: str) -> Split:
 
 
 def _candidates(
-    rng: random.Random,
-    split: Split,
-    count: int,
-    templates: tuple[Template, ...],
-    seen: set[tuple[str, str]],
-) -> list[tuple[str, str]]:
-    """(program, input) pairs of `split`, none in `seen` (which they join), `templates` tried
-    in turn."""
-    out: list[tuple[str, str]] = []
-    tries = 0
-    while len(out) < count:
+    rng: random.Random, split: Split, templates: tuple[Template, ...]
+) -> Iterator[tuple[str, str]]:
+    """Distinct (program, input) pairs of `split`, `templates` tried in turn: one stream for a
+    (seed, split, type, level), so that a smaller set is the start of a larger one."""
+    seen: set[tuple[str, str]] = set()
+    tries = misses = 0
+    while True:
         tries += 1
-        if tries > 200 * count:
-            raise RuntimeError(f"the templates cannot give {count} distinct {split} tasks")
         template = templates[tries % len(templates)]
         program = template.fill(rng)
         pair = (program, template.argument(rng))
         if _split_of(program) == split and pair not in seen:
             seen.add(pair)
-            out.append(pair)
-    return out
+            misses = 0
+            yield pair
+        elif (misses := misses + 1) > _MISSES:
+            raise RuntimeError(f"the templates give no new {split} task in {_MISSES} tries")
+
+
+_MISSES = 10_000  # tries without a new pair before the templates count as exhausted
 
 
 def generated_tasks(
@@ -177,10 +177,10 @@ def generated_tasks(
     if level not in LEVELS:
         raise ValueError(f"the generated family's levels are {', '.join(LEVELS)}, not {level}")
     seeded = f"{seed}:{split}:{task_type}" + ("" if level == "standard" else f":{level}")
-    rng, seen = random.Random(seeded), set()
+    stream = _candidates(random.Random(seeded), split, LEVELS[level])
     tasks: list[Task] = []
     for _ in range(_ROUNDS):
-        batch = _run(executor, _candidates(rng, split, count - len(tasks), LEVELS[level], seen))
+        batch = _run(executor, list(itertools.islice(stream, count - len(tasks))))
         batch = [replace(t, type=task_type) for t in batch]
         if nontrivial:
             batch = [

@@ -7,8 +7,9 @@ an answer is correct when the function, run on it in the sandbox, returns the go
 Inputs are read in expression mode (`dict(a=1)` and lambdas occur in the data and in answers),
 compiled under the same policy as programs and evaluated only inside the sandbox.
 
-An input answer is evaluated against its own instance of the program and may not bind names,
-so it cannot change the program it is judged with (see `selfplay.executor.policy`).
+An input answer is evaluated before the program runs, among the data of its own instance of the
+program (not its functions, classes or modules), and may not bind names, so it cannot change
+the program it is judged with (see `selfplay.executor.worker._input_namespace`).
 
 Generation, judging and pass@k are the harness's (`harness.py`); what is CRUXEval's own is
 here: the problems, the prompt and answer parsing for each subset, the records. The prompt

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["mcnemar_exact"]
+__all__ = ["mcnemar_exact", "sign_test"]
 
 
 def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, int, float]:
@@ -20,8 +20,16 @@ def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, i
         raise ValueError(f"paired results differ in length: {len(before)} vs {len(after)}")
     gained = sum(a and not b for b, a in zip(before, after, strict=True))
     lost = sum(b and not a for b, a in zip(before, after, strict=True))
-    n = gained + lost
+    return gained, lost, sign_test(gained, lost)
+
+
+def sign_test(up: int, down: int) -> float:
+    """Two-sided p-value of `up` changes one way against `down` the other, each way equally
+    likely under the null hypothesis (Binomial(up + down, 1/2)). McNemar's exact test is this
+    test on the discordant items; on problems answered several times it is the sign test of
+    their per-problem accuracy."""
+    n = up + down
     if n == 0:
-        return gained, lost, 1.0
-    tail = sum(math.comb(n, k) for k in range(min(gained, lost) + 1)) / 2**n
-    return gained, lost, min(1.0, 2 * tail)
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(up, down) + 1)) / 2**n
+    return min(1.0, 2 * tail)

@@ -15,7 +15,11 @@ Two parts:
 `selfplay report --compare BEFORE AFTER` pairs two evaluations made outside a run (the
 `samples.jsonl` that `selfplay eval --out` writes, or its folder) the same way, per subset: the
 base model and a run's checkpoint on a whole benchmark, say. Items are (subset, problem,
-sample): with several samples per problem every sample is paired.
+sample): with several samples per problem every sample is paired, and since the samples of a
+problem are not independent, the report adds the sign test on the problems whose accuracy rose
+or fell (`problems`). Items whose recorded task (program, input, output) differs between the
+two evaluations are left out and counted in a warning, as is a difference in prompt format or
+set version.
 
 A paired subset reports, on all its items and on its non-trivial ones (those the copy answer
 does not solve, `selfplay.trivial`; records without `trivial` have no such split):
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay.eval.harness import FAILURES, failure
-from selfplay.eval.paired import mcnemar_exact
+from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
 
 __all__ = ["report", "compare", "render"]
@@ -55,6 +59,7 @@ class Item:
     failure: str | None  # how it failed (`harness.FAILURES`), None when right
     trivial: bool | None  # the copy answer solves it; None when the record does not say
     tag: str  # prompt format and set version, to tell apart evaluations that differ
+    content: tuple | None = None  # the item's (program, input, output) where recorded
 
 
 def report(folder: str | Path) -> dict:
@@ -124,7 +129,8 @@ def _no_new_work(rows: list[dict]) -> dict:
             if isinstance(r.get(key), int | float) and r[key] == r[key]  # not NaN
         ]
         name = "all" if kind == "duplicate" else kind
-        out[name] = round(sum(n * x for n, x in weighted) / valid, 4) if weighted else None
+        weight = sum(n for n, _ in weighted)
+        out[name] = round(sum(n * x for n, x in weighted) / weight, 4) if weight else None
     return out
 
 
@@ -188,23 +194,62 @@ def compare(before: str | Path, after: str | Path) -> dict:
 
 
 def _paired(before: dict[tuple, Item], after: dict[tuple, Item]) -> dict:
-    """Per subset: the paired statistics on all shared items and on the non-trivial ones."""
+    """Per subset: the paired statistics on all shared items and on the non-trivial ones.
+    Items whose recorded task differs between the two evaluations (a set that changed under
+    the same ids) are left out, and counted."""
     out = {}
     for subset in sorted({k[0] for k in before} | {k[0] for k in after}):
-        keys = sorted(k for k in before if k[0] == subset and k in after)
+        shared = sorted(k for k in before if k[0] == subset and k in after)
+        if not shared:
+            out[subset] = {"note": "evaluated on one side only: nothing to pair"}
+            continue
+        keys = [k for k in shared if not _differ(before[k], after[k])]
         pairs = [(before[k], after[k]) for k in keys]
         row = _stats(pairs)
-        tags = sorted({x.tag for pair in pairs for x in pair} - {"unlabelled"})
-        if len(tags) > 1:
-            row["warning"] = f"the two evaluations differ: {' vs '.join(tags)}"
+        warnings = []
+        if len(keys) < len(shared):
+            warnings.append(f"{len(shared) - len(keys)} items differ in content: left out")
+        tags = [sorted({b.tag for b, _ in pairs}), sorted({a.tag for _, a in pairs})]
+        if tags[0] != tags[1]:
+            warnings.append(
+                f"the two evaluations differ: {'/'.join(tags[0])} vs {'/'.join(tags[1])}"
+            )
+        if warnings:
+            row["warning"] = "; ".join(warnings)
         if pairs and all(b.trivial is not None or a.trivial is not None for b, a in pairs):
             hard = [(b, a) for b, a in pairs if not _trivial(b, a)]
             row["trivial_items"] = len(pairs) - len(hard)
             row["non_trivial"] = _stats(hard)
         else:
             row["non_trivial"] = None  # the records do not say which items copying solves
+        if any(k[2] for k in keys):  # several samples of a problem: not independent items
+            row["problems"] = _per_problem(keys, before, after)
         out[subset] = row
     return out
+
+
+def _differ(before: Item, after: Item) -> bool:
+    return None not in (before.content, after.content) and before.content != after.content
+
+
+def _per_problem(keys: list[tuple], before: dict, after: dict) -> dict:
+    """With several samples per problem the samples of one problem are not independent, and
+    McNemar's test on the samples is too confident: the sign test on the problems whose
+    accuracy (the share of right samples) rose or fell."""
+    shares: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for key in keys:
+        own = shares[key[1]]
+        own[0] += before[key].correct
+        own[1] += after[key].correct
+        own[2] += 1
+    up = sum(a > b for b, a, _ in shares.values())
+    down = sum(a < b for b, a, _ in shares.values())
+    return {
+        "n": len(shares),
+        "improved": up,
+        "worsened": down,
+        "p_value": float(f"{sign_test(up, down):.3g}"),
+    }
 
 
 def _trivial(before: Item, after: Item) -> bool:
@@ -257,8 +302,14 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             kind = failure(row.get("answer"), verdict)
         tag = "/".join(str(row[k]) for k in ("prompt_format", "set") if k in row)
         trivial = row.get("trivial")
+        fields = ("program", "input", "output")
+        content = tuple(str(row[k]) for k in fields) if all(k in row for k in fields) else None
         items[(subset, str(row.get("id")), row.get("sample", 0))] = Item(
-            correct, kind, trivial if isinstance(trivial, bool) else None, tag or "unlabelled"
+            correct,
+            kind,
+            trivial if isinstance(trivial, bool) else None,
+            tag or "unlabelled",
+            content,
         )
     return items, bad
 
@@ -293,6 +344,12 @@ def render(result: dict) -> str:
         else:
             lines.append(_render_changes(row))
             lines.append("    (the records do not say which items copying solves)")
+        if "problems" in row:
+            p = row["problems"]
+            lines.append(
+                f"    per problem (several samples each): {p['improved']} improved, "
+                f"{p['worsened']} worsened of {p['n']}, sign test p {p['p_value']:.3g}"
+            )
         if len(row.get("curve", ())) > 2:
             points = ", ".join(
                 f"{p['step']}: {p['accuracy']:.3f}"

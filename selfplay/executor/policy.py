@@ -57,9 +57,9 @@ __all__ = [
 #: How inputs (the text inside `f(...)`) are read: `literal` (the default, for model-written
 #: inputs) accepts literals only; `expression` (for benchmark data such as CRUXEval, whose
 #: inputs include `dict(a=1)` and lambdas) compiles the arguments under the same policy as
-#: programs and evaluates them inside the sandbox, against a second instance of the program
-#: (it may read the program's names; what it does to them cannot reach the `f` it is judged
-#: with); `:=` is refused in them.
+#: programs and evaluates them inside the sandbox, before the program runs, among the data of
+#: a second instance of the program (it may read the program's data, not its functions,
+#: classes or modules; see `worker._input_namespace`); `:=` is refused in them.
 INPUT_MODES = ("literal", "expression")
 
 ENTRY_POINT = "f"

@@ -132,7 +132,10 @@ def _score(executor, task: Task, indices: list[int], results) -> Verdict:
     if matched == len(expected):
         return Verdict(True, "ok", score=1.0, cpu_s=cpu)
     if failure is not None and not failure.ok:
-        # an answer's input that failed to evaluate is the answer's fault, as at compile time
-        reason = failure.reason.replace("input:", "answer:", 1)
+        reason = failure.reason
+        if task.type == "abduction" and reason.startswith("input:"):
+            # the answer is the input: that it failed to evaluate is the answer's fault, as
+            # when it does not compile
+            reason = "answer:" + reason.removeprefix("input:")
         return Verdict(False, reason, score=score, cpu_s=cpu, detail=failure.detail)
     return Verdict(False, "wrong_output", score=score, cpu_s=cpu)

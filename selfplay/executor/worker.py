@@ -39,6 +39,7 @@ import signal
 import struct
 import sys
 import time
+from types import ModuleType
 
 from selfplay.executor import guards, hardening, modules, values
 
@@ -153,7 +154,11 @@ class _InputFailed(Exception):
     `f` was called: reported as `input:<exception>`, not as the program's crash."""
 
     def __init__(self, err: BaseException) -> None:
-        super().__init__(str(err)[:200])
+        try:
+            text = str(err)[:200]
+        except BaseException:  # an exception whose __str__ fails
+            text = ""
+        super().__init__(text)
         self.kind = type(err).__name__
 
 
@@ -171,13 +176,24 @@ def _arguments(call, code, expression: bool) -> tuple:
 
 
 def _input_namespace(code) -> dict:
-    """Where an expression input is evaluated: a second instance of the program, apart from
-    the one whose `f` is called. An input may name the program's globals (CRUXEval's
-    `thigh_o_two[:]`), but what it does to them (a `list := ...` rebinding the `list` that `f`
-    calls, a global list emptied, a call of `f` filling its mutable default) stays in its own
-    instance and cannot change the program it is judged with."""
+    """Where an expression input is evaluated: the sandbox's builtins and the data of a second
+    instance of the program, apart from the one whose `f` is called.
+
+    An input may read the program's data (CRUXEval's `thigh_o_two[:]`), but what it does to it
+    (a global list emptied) stays in its own instance; it sees none of the program's functions,
+    classes and modules (not `f`, whose mutable default it could fill, nor `getcontext` or
+    `sys`, through which it could change state the two instances share). It is evaluated
+    before the judged program runs, and the per-process state a run may change (the decimal
+    context, the recursion limit, `random`) is reset in between (`execute`). So an input
+    cannot change the program it is judged with; the price is that it cannot build an object
+    of a class the program defines."""
+    instance = dict(modules.run_globals(), _args_=_collect_args)
+    exec(code, instance)
     namespace = dict(modules.run_globals(), _args_=_collect_args)
-    exec(code, namespace)
+    for name, value in instance.items():
+        if name not in namespace and not callable(value) and not isinstance(value, ModuleType):
+            namespace[name] = value
+    instance.clear()
     return namespace
 
 
@@ -189,12 +205,15 @@ def execute(code, call, expression: bool, cpu_limit: float, limits: values.Limit
     output = reason = detail = None
     _ALARM.arm(cpu_limit)
     try:
+        # the input first, in its own instance; what it changed in the process is then undone
+        args, kwargs = _arguments(call, code, expression)
+        if expression:
+            modules.reset_run_state()
         exec(code, namespace)
         entry = namespace.get("f")
         if not callable(entry):
             reason, detail = "no_f", "the program does not define a callable f"
         else:
-            args, kwargs = _arguments(call, code, expression)
             output = values.canonical(entry(*args, **kwargs), limits)
         namespace.clear()
     except BaseException as err:  # the program's failure is a result, not an error

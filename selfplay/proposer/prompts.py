@@ -177,7 +177,7 @@ def proposer_prompt(
     if task_type == "induction":
         if not program:
             raise ValueError("an induction proposal is written for a given program")
-        return chat(_induction(program, references, roles), SYSTEM)
+        return chat(_induction(program, references, roles, refuse_trivial), SYSTEM)
     body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
     text = "\n\n".join(
         [
@@ -192,7 +192,9 @@ def proposer_prompt(
     return chat(text, SYSTEM)
 
 
-def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> str:
+def _induction(
+    program: str, references: Sequence[Task], roles: RolesConfig, refuse_trivial: bool
+) -> str:
     n = roles.induction_inputs
     calls = [f"f(<arguments {k + 1}>)" for k in range(n)]
     body = _calls(["# <what f does, in one sentence>", *calls])
@@ -205,6 +207,14 @@ def _induction(program: str, references: Sequence[Task], roles: RolesConfig) -> 
             "Write one Python code block: a comment line that hints at what `f` does without "
             f"giving the code away, then the {n} calls, one per line. Do not repeat the function. "
             f"The arguments of each call are literals only ({LITERALS}).",
+            *(
+                [
+                    "Calls whose outputs are all equal, or each equal to its input, reveal "
+                    "nothing: such a puzzle is discarded."
+                ]
+                if refuse_trivial
+                else []
+            ),  # fmt: skip
             _references(references, roles, induction=True),
             answer_format(body, roles.think),
         ]

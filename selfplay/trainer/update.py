@@ -363,7 +363,8 @@ def _combine(
     for name in ("loss", "kl_ref") if kl else ("loss",):
         out[name] = sum(p[name] for p, _, _ in gathered) / micro_count
     real = sum(count for _, _, count in gathered)
-    for name in means:
+    # every rank's names: a rank whose micro-batches were all padding has none of its own
+    for name in sorted({name for _, m, _ in gathered for name in m}):
         out[name] = sum(m.get(name, 0.0) for _, m, _ in gathered) / max(1, real)
     return out
 

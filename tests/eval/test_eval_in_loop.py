@@ -93,8 +93,9 @@ def test_cruxeval_in_the_solvers_format_beside_the_published_one(tmp_path, execu
         ("cruxeval_o_selfplay", "selfplay"),
         ("cruxeval_i_selfplay", "selfplay"),
     ]
-    with pytest.raises(ConfigError, match="eval_prompt_formats"):
-        load(None, ["run.eval_prompt_formats=[]"])
+    for formats in ("[]", "[direct, direct]"):
+        with pytest.raises(ConfigError, match="eval_prompt_formats"):
+            load(None, [f"run.eval_prompt_formats={formats}"])
 
 
 def test_a_run_evaluates_before_its_first_step_and_every_eval_every(tmp_path, tiny_model_dir):

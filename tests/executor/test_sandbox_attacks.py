@@ -332,10 +332,32 @@ def test_an_input_answer_cannot_change_a_global_the_program_reads(executor):
 
 
 def test_an_input_answer_cannot_fill_the_programs_mutable_default(executor):
+    """The input sees the program's data, not its functions: it cannot call `f` first."""
     program = "def f(x, seen=[]):\n    seen.append(x)\n    return len(seen)"
     task = Task("abduction", program, ("0",), ("2",), cpu_s=0.001)
     [verdict] = executor.verify(task, ["f(0) and 0"], inputs="expression")
-    assert not verdict.ok and verdict.reason == "wrong_output"
+    assert not verdict.ok and verdict.reason == "answer:NameError"
+
+
+def test_an_input_answer_cannot_change_the_decimal_context_the_program_computes_in(executor):
+    """The decimal context is per process, shared by the program's two instances: an input
+    that lowers its precision (through a name the program imported) would make f(1) round
+    to 0.33, an output no honest input gives."""
+    program = "from decimal import Decimal, getcontext\ndef f(x):\n"
+    program += "    return str(Decimal(x) / Decimal(3))"
+    task = Task("abduction", program, ("1",), ("'0.33'",), cpu_s=0.001)
+    attack = "setattr(getcontext(), 'prec', 2) or 1"
+    [verdict] = executor.verify(task, [attack], inputs="expression")
+    assert not verdict.ok and verdict.reason == "answer:NameError"
+
+
+def test_an_input_answer_cannot_lower_the_recursion_limit_the_program_runs_under(executor):
+    program = "import sys\ndef g(n):\n    return 0 if n == 0 else 1 + g(n - 1)\n"
+    program += "def f(n):\n    try:\n        return g(n)\n    except RecursionError:\n"
+    program += "        return -1"
+    task = Task("abduction", program, ("50",), ("-1",), cpu_s=0.001)
+    [verdict] = executor.verify(task, ["sys.setrecursionlimit(40) or 50"], inputs="expression")
+    assert not verdict.ok and verdict.reason == "answer:NameError"
 
 
 def test_deeply_nested_answer_is_refused_quickly(executor):

@@ -35,5 +35,7 @@ def test_the_configuration_refuses_a_target_without_a_start():
     assert KLControl.of(trainer, 0.07).coef == 0.07  # a checkpoint's coefficient
     with pytest.raises(ConfigError, match="kl_target"):
         load(None, ["trainer.kl_target=0.01"])
+    with pytest.raises(ConfigError, match="entropy_floor"):
+        load(None, ["trainer.kl_coef=0.1", "trainer.entropy_floor=0.2"])
     with pytest.raises(ConfigError, match="kl_horizon"):
         load(None, ["trainer.kl_coef=0.1", "trainer.kl_target=0.01", "trainer.kl_horizon=0"])

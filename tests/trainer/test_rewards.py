@@ -108,5 +108,5 @@ def test_programs_cluster_by_their_shape_not_their_names_or_constants():
     ]
     assert cluster_shares(programs, 0.5) == [0.5, 0.5, 0.25, 0.25]
     assert cluster_shares(programs, 1.0) == [0.5, 0.5, 0.25, 0.25]  # identical token sets
-    assert cluster_shares(programs, 0.01) == [1.0] * 4  # everything shares a `def f(`
+    assert cluster_shares(programs, 0.01) == [1.0] * 4  # every body has a `return`
     assert cluster_shares([], 0.5) == []
