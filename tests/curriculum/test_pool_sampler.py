@@ -184,3 +184,13 @@ def test_reference_dropout_blanks_a_share_of_the_prompts_and_nothing_else(store_
     assert 30 < len(blank) < 70  # about a quarter
     assert all(shown[i] == dropped[i] for i in range(200) if i not in blank)
     assert all(shown[i] for i in range(200))
+
+
+def test_latest_gives_the_newest_tasks_from_before_a_step(store_url, config):
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        for step in range(4):
+            store.add_tasks([task(10 * step + i) for i in range(3)], Provenance("proposed", step))
+        newest = store.latest(4, before_step=3)  # step 3's tasks are left out
+        assert [t.provenance.step for t in newest] == [1, 2, 2, 2]
+        assert [t.id for t in newest] == sorted(t.id for t in newest)  # oldest first
+        assert store.latest(0, before_step=3) == [] and store.latest(5, before_step=0) == []
