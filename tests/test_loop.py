@@ -60,12 +60,14 @@ def _sft_examples(tokenizer):
         refs = rng.sample(pool, 2)
         for kind in ("deduction", "abduction"):
             body = rng.choice(FORMATTED_PROGRAMS)
-            pairs.append((proposer_prompt(kind, refs), f"```python\n{body}\n```"))
+            # the prompt as the loop writes it with `curriculum.keep_trivial` off (the default)
+            prompt = proposer_prompt(kind, refs, refuse_trivial=True)
+            pairs.append((prompt, f"```python\n{body}\n```"))
         program = rng.choice(pool).program
         calls = "\n".join(f"f({k})" for k in range(1, 5))
         pairs.append(
             (
-                proposer_prompt("induction", [], program=program),
+                proposer_prompt("induction", [], program=program, refuse_trivial=True),
                 f"```python\n{calls}\n```\n```message\nsame as given\n```",
             )
         )

@@ -72,23 +72,32 @@ def test_two_processes_make_one_process_step(tmp_path, formatted_model_dir):
     assert any(a != 0 for a in alone["advantages"]), "the step must carry a gradient"
     # The gradient: its norm (before clipping) and the loss, as one process computes them,
     # up to float32 sums in another order over micro-batches of other padding widths (seen:
-    # 2e-5). AdamW normalises each coordinate's step, so the parameters alone would not show
-    # a gradient scaled by the world size (the one-process test of the loss shows it exactly).
+    # 2e-5; a policy-gradient loss near 0 differs by 1e-9). AdamW normalises each
+    # coordinate's step, so the parameters alone would not show a gradient scaled by the world
+    # size (the one-process test of the loss shows it exactly).
     for name in ("update/grad_norm", "update/loss"):
-        assert ranks[0]["metrics"][name] == pytest.approx(alone["metrics"][name], rel=1e-4)
-    # AdamW's first step moves a parameter by lr * g / (|g| + eps): for a gradient near zero
-    # the rounding of another summation order can move it differently, by up to 2 lr. So:
-    # every parameter within 2 lr, and the whole update within 1e-3 of its size.
+        expected = pytest.approx(alone["metrics"][name], rel=1e-4, abs=1e-6)
+        assert ranks[0]["metrics"][name] == expected
+    # AdamW's first step moves a parameter by lr * g / (|g| + eps): where a gradient is near
+    # zero, the rounding of another summation order decides its sign and can move the
+    # parameter differently by up to 2 lr (seen: 6 of 13 million). So: every
+    # parameter within 2 lr, at most one in 10,000 apart by more than lr / 10, and the others'
+    # update within 1e-3 of the update's size.
     lr = alone["metrics"]["update/lr"]
     initial = _initial(formatted_model_dir)
     gap = size = 0.0
+    apart = count = 0
     for name, value in alone["params"].items():
-        other = ranks[0]["params"][name]
-        assert float((other - value).abs().max()) <= 2 * lr, name
-        gap += float(((other - value) ** 2).sum())
+        diff = (ranks[0]["params"][name] - value).abs()
+        assert float(diff.max()) <= 2 * lr, name
+        far = diff > lr / 10
+        apart += int(far.sum())
+        count += diff.numel()
+        gap += float((diff[~far] ** 2).sum())
         size += float(((value - initial[name]) ** 2).sum())
     assert size**0.5 > 1e-3, "the update must change the parameters"
-    assert gap**0.5 <= 1e-3 * size**0.5, (gap**0.5, size**0.5)
+    assert apart <= count // 10_000, (apart, count)
+    assert gap**0.5 <= 1e-3 * size**0.5, (gap**0.5, size**0.5, apart)
     pool_one = json.loads((one / "pool.json").read_text())
     for step in (1, 2):
         a, b = (torch.load(two / f"rank{r}-step{step}.pt")["params"] for r in range(2))
