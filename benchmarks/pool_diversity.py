@@ -50,6 +50,9 @@ def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
         ]  # fmt: skip
     from selfplay.curriculum import TaskStore
 
+    runs = TaskStore.runs(path, CurriculumConfig(run=run))
+    if run not in runs:  # opening it would add an empty run to the store
+        raise SystemExit(f"{path} holds no run {run!r}; its runs: {', '.join(runs) or 'none'}")
     with TaskStore.open(path, run, CurriculumConfig(run=run)) as store:
         return [(t.task, t.provenance.origin) for t in store.get(store.index["id"].tolist())]
 
@@ -57,7 +60,7 @@ def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("pool", help="a pool (SQLite path or database URL) or a JSONL export")
-    parser.add_argument("--run", default="default", help="the run's name in the store")
+    parser.add_argument("--run", default="default", help="the run (`curriculum.run`)")
     args = parser.parse_args()
     tasks = pool_tasks(args.pool, args.run)
     proposed = [t for t, origin in tasks if origin == "proposed" and t.type != "math"]
