@@ -34,44 +34,40 @@ SEEDS = [
 ]
 
 
-FORMATTED_PROGRAMS = [
-    "def f(x):\n    return x * 2\n\nf(3)",
-    "def f(s):\n    return s.upper()\n\nf('abc')",
-    "def f(xs):\n    return xs + [0]\n\nf([1])",
-]
+# The program the tiny model learns to propose, one per task type (neither is in the pool).
+FORMATTED_PROGRAMS = {
+    "deduction": "def f(x):\n    return x * 2\n\nf(3)",
+    "abduction": "def f(xs):\n    return xs + [0]\n\nf([1])",
+}
 
 
 def _sft_examples(tokenizer):
-    """(prompt ids, completion ids) pairs: prompts as the loop writes them, with references
-    drawn from the seeded pool in varied orders, and completions in the expected formats."""
-    import random
+    """(prompt ids, completion ids) pairs: prompts as the loop writes them at the first step,
+    with every ordered pair of seeded tasks as references, and completions in the expected
+    formats. The tiny model learns these prompts by heart and not much beyond them: a prompt
+    with references it was not shown gets garbage even greedily, so a step would propose
+    nothing valid."""
+    from itertools import permutations
 
     from selfplay.engine.template import render
     from selfplay.proposer import proposer_prompt
     from selfplay.solver import solver_prompt
 
-    rng = random.Random(0)
     pool = [Task("deduction", p, (i,), (o,)) for p, i, o in SEEDS]
-    pool.append(
-        Task("deduction", "def f(a):\n    return a", ("'Hello World'",), ("'Hello World'",))
-    )
     pairs = []
-    for _ in range(3):
-        refs = rng.sample(pool, 2)
+    for refs in permutations(pool, 2):
         for kind in ("deduction", "abduction"):
-            body = rng.choice(FORMATTED_PROGRAMS)
             # the prompt as the loop writes it with `curriculum.keep_trivial` off (the default)
-            prompt = proposer_prompt(kind, refs, refuse_trivial=True)
-            pairs.append((prompt, f"```python\n{body}\n```"))
-        program = rng.choice(pool).program
-        calls = "\n".join(f"f({k})" for k in range(1, 5))
+            prompt = proposer_prompt(kind, list(refs), refuse_trivial=True)
+            pairs.append((prompt, f"```python\n{FORMATTED_PROGRAMS[kind]}\n```"))
+    calls = "\n".join(f"f({k})" for k in range(1, 5))
+    for task in pool:
         pairs.append(
             (
-                proposer_prompt("induction", [], program=program, refuse_trivial=True),
+                proposer_prompt("induction", [], program=task.program, refuse_trivial=True),
                 f"```python\n{calls}\n```\n```message\nsame as given\n```",
             )
         )
-        task = rng.choice(pool)
         pairs.append((solver_prompt(task), f"```output\n{task.outputs[0]}\n```"))
         pairs.append(
             (solver_prompt(replace(task, type="abduction")), f"```input\n{task.inputs[0]}\n```")

@@ -80,9 +80,11 @@ def test_two_processes_make_one_process_step(tmp_path, formatted_model_dir):
         assert ranks[0]["metrics"][name] == expected
     # AdamW's first step moves a parameter by lr * g / (|g| + eps): where a gradient is near
     # zero, the rounding of another summation order decides its sign and can move the
-    # parameter differently by up to 2 lr (seen: 6 of 13 million). So: every
-    # parameter within 2 lr, at most one in 10,000 apart by more than lr / 10, and the others'
-    # update within 1e-3 of the update's size.
+    # parameter differently by up to 2 lr (seen: 6 of 13 million), and where it is small, by
+    # a fraction of lr (seen: the rest 1.3e-3 of the update's size apart on one CPU, under 1e-3
+    # on another). So: every parameter within 2 lr, at most one in 10,000 apart by more than
+    # lr / 10, and the others' update within 1e-2 of the update's size. (A rank's gradient left
+    # out would flip the sign of the first step of a large share of the parameters.)
     lr = alone["metrics"]["update/lr"]
     initial = _initial(formatted_model_dir)
     gap = size = 0.0
@@ -97,7 +99,7 @@ def test_two_processes_make_one_process_step(tmp_path, formatted_model_dir):
         size += float(((value - initial[name]) ** 2).sum())
     assert size**0.5 > 1e-3, "the update must change the parameters"
     assert apart <= count // 10_000, (apart, count)
-    assert gap**0.5 <= 1e-3 * size**0.5, (gap**0.5, size**0.5, apart)
+    assert gap**0.5 <= 1e-2 * size**0.5, (gap**0.5, size**0.5, apart)
     pool_one = json.loads((one / "pool.json").read_text())
     for step in (1, 2):
         a, b = (torch.load(two / f"rank{r}-step{step}.pt")["params"] for r in range(2))
