@@ -85,6 +85,11 @@ class CurriculumConfig(Checked):
         "let trivial proposals into the pool (copying answers them, or their output does not "
         "move with their input: selfplay/trivial.py); by default they stay out, as duplicates",
     )
+    induction_per_program: int = knob(
+        3,
+        "most induction tasks the pool takes on one program; a further one, or one that repeats "
+        "a pooled task's inputs on its program, is no new work (0 = no limit)",
+    )
     decontaminate: tuple[Decontaminated, ...] = knob(
         ("cruxeval", "humaneval", "mbpp"),
         "benchmarks whose programs a proposal may not reproduce: such a proposal stays out of "
@@ -144,5 +149,7 @@ class CurriculumConfig(Checked):
         positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
         positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
         positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
-        if self.ability_drift_sd < 0 or self.explore_weight < 0:
-            raise ConfigError("curriculum.ability_drift_sd and explore_weight must be >= 0")
+        if self.ability_drift_sd < 0 or self.explore_weight < 0 or self.induction_per_program < 0:
+            raise ConfigError(
+                "curriculum.ability_drift_sd, explore_weight and induction_per_program must be >= 0"
+            )

@@ -233,6 +233,7 @@ class SharedStore:
         "stats",
         "selection",
         "estimates",
+        "induction_inputs",
     )
 
     def __init__(self, store, ranks: Ranks):

@@ -10,8 +10,9 @@ validate  Validated   the executor checks each proposal (a math task's `f()` mus
                       number; a program below `roles.min_statements` is refused unrun); a
                       valid one carries its `Task`
 store     Stored      valid tasks enter the pool (duplicates keep their existing id); a task
-                      the pool held is a repeat; a copy of a reference shown, a trivial task
-                      and a benchmark's program stay out of the pool; each is no new work
+                      the pool held is a repeat; a copy of a reference shown, a trivial task,
+                      a benchmark's program and an induction task that adds nothing on its
+                      program stay out of the pool; each is no new work
 sample    SolverBatch a frontier batch for the solver is drawn from the pool
 solve     Attempted   the model answers each new valid task `attempts` times (to estimate its
                       solve rate) and each frontier task `solver_samples` times (to train on)
@@ -153,12 +154,20 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
 def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     """Programs of `n` pool tasks drawn for induction proposals to write inputs for, trivial
     ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every choice of
-    inputs makes a trivial task, which the proposer, not having written it, cannot help."""
+    inputs makes a trivial task, which the proposer, not having written it, cannot help. So
+    are programs that already have `curriculum.induction_per_program` induction tasks: drawn
+    by the frontier, a few programs would otherwise take the pool (measured: 34 of a run's 36
+    pooled tasks at step 20 were induction tasks on 2 programs, told apart by their message)."""
     tasks = [t.task for t in run.store.sample(n, step, types=_PROGRAM_TYPES, salt=salt).tasks]
     if tasks and not run.config.curriculum.keep_trivial:
         tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
                  if not why]  # fmt: skip
-    return [t.program for t in tasks]
+    programs = [t.program for t in tasks]
+    cap = run.config.curriculum.induction_per_program
+    if cap and programs:
+        held = run.store.induction_inputs(programs, step)
+        programs = [p for p in programs if len(held[p]) < cap]
+    return programs
 
 
 def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
@@ -198,15 +207,16 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     """The valid tasks into the pool; each proposal with its task's pool id and why it is no
     new work, if it is not (see `Stored`).
 
-    Three kinds stay out of the pool (`_kept_out`): a copy of a reference shown in its prompt
+    Four kinds stay out of the pool (`_kept_out`): a copy of a reference shown in its prompt
     (copies of the seed would otherwise become the next step's references and solver tasks,
     and the pool would never leave the seed: measured, a zero-data run whose 43 tasks were all
     the identity function); a benchmark's program (`run.benchmarks`); and, unless
     `curriculum.keep_trivial`, a trivial task (`selfplay.trivial`: copying answers it, or its
     output does not move with its input), which teaches the solver to copy rather than to
     trace (measured: 56% of a run's valid proposals were copies, most of its new tasks
-    identity-like one-liners)."""
-    kept_out = _kept_out(run, validated)
+    identity-like one-liners); and an induction task that adds nothing on its program
+    (`_induction_repeats`)."""
+    kept_out = _kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())
     if fresh:
@@ -229,11 +239,11 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     return tuple(stored)
 
 
-def _kept_out(run: Run, validated: tuple[Validated, ...]) -> dict[int, str]:
+def _kept_out(run: Run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:
     """Why each valid proposal that stays out of the pool does: `copy`,
-    `contaminated:<benchmark>` or `trivial:<why>` (first that applies), by proposal index. An
-    induction task's program was given to the proposer, not written by it: never a copy or a
-    benchmark's program."""
+    `contaminated:<benchmark>`, `trivial:<why>` or `repeat:<why>` (first that applies), by
+    proposal index. An induction task's program was given to the proposer, not written by it:
+    never a copy or a benchmark's program."""
     valid = {k: v for k, v in enumerate(validated) if v.task is not None}
     shown = _reference_programs(run, list(valid.values()))
     why: dict[int, str] = {}
@@ -249,6 +259,30 @@ def _kept_out(run: Run, validated: tuple[Validated, ...]) -> dict[int, str]:
         why.update(
             {k: f"trivial:{reason}" for k, reason in zip(rest, found, strict=True) if reason}
         )
+    induction = {k: v.task for k, v in valid.items() if k not in why and v.task.type == "induction"}
+    if induction:
+        why.update(_induction_repeats(run, induction, step))
+    return why
+
+
+def _induction_repeats(run: Run, tasks: dict[int, Task], step: int) -> dict[int, str]:
+    """Induction tasks that add nothing on their program, by proposal index: the same set of
+    inputs as a pooled induction task on it or an earlier one of the step (`repeat:inputs`:
+    the message aside, the solver must write the same function from the same pairs), or a
+    program that holds `curriculum.induction_per_program` of them already (`repeat:program`).
+    Only tasks of earlier steps count from the pool, so a resumed run replays its lost step
+    as that run played it."""
+    cap = run.config.curriculum.induction_per_program
+    held = run.store.induction_inputs(sorted({t.program for t in tasks.values()}), step)
+    why: dict[int, str] = {}
+    for k, task in tasks.items():
+        inputs, pooled = frozenset(task.inputs), held[task.program]
+        if inputs in pooled:
+            why[k] = "repeat:inputs"
+        elif cap and len(pooled) >= cap:
+            why[k] = "repeat:program"
+        else:
+            pooled.append(inputs)
     return why
 
 

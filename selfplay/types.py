@@ -187,7 +187,8 @@ class Validated:
 
 
 #: Why a valid proposal is no new work (`Stored.no_new_work`): its task was in the pool before
-#: this step or an earlier proposal of the step made it (`repeat`), its program copies a
+#: this step or an earlier proposal of the step made it, or it is an induction task that adds
+#: nothing on its program (`repeat`, `repeat:<why>`), its program copies a
 #: reference shown in its prompt (`copy`), it is trivial (`trivial:<why>`, see
 #: `selfplay.trivial`), or it reproduces a benchmark program (`contaminated:<benchmark>`).
 NO_NEW_WORK = ("repeat", "copy", "trivial", "contaminated")
@@ -196,10 +197,10 @@ NO_NEW_WORK = ("repeat", "copy", "trivial", "contaminated")
 @dataclass(frozen=True)
 class Stored:
     """A validated proposal after its task entered the pool (the `store` stage): the task's
-    pool id (None unless valid, and for a copy, a trivial or a contaminated task, which stay
-    out of the pool), whether it was new (False for a task the pool held), and why it is no
-    new work, if it is not (`NO_NEW_WORK`, "" for new work). A duplicate (any task that is no
-    new work) earns no learnability."""
+    pool id (None unless valid, and for a copy, a trivial or a contaminated task and an
+    induction repeat, which stay out of the pool), whether it was new (False for a task the
+    pool held), and why it is no new work, if it is not (`NO_NEW_WORK`, "" for new work). A
+    duplicate (any task that is no new work) earns no learnability."""
 
     validated: Validated
     task_id: int | None = None

@@ -311,6 +311,58 @@ def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_
     assert [r.reward for r in rollouts] == [0.5, 0.0]  # reward.proposer_duplicate=0
 
 
+def _induction(group: int, inputs: tuple[str, ...], message: str) -> Proposed:
+    """An induction proposal on TRIPLE (the program the propose stage gave it)."""
+    parsed = Proposal("induction", TRIPLE, inputs, message)
+    return dataclasses.replace(proposed(group, "induction", TRIPLE, inputs[0]), parsed=parsed)
+
+
+def test_induction_tasks_that_add_nothing_on_their_program_stay_out_of_the_pool(make_run):
+    """The same inputs on a program with another message are a repeat, whether the pool held
+    them or the step's earlier proposal; past `curriculum.induction_per_program` tasks on one
+    program, a further one is too. A replayed step counts only the tasks of earlier steps."""
+    earlier = Task("deduction", TRIPLE, ("2",), ("6",), cpu_s=1e-4)
+    run, _ = make_run(
+        ["selfplay.solver_tasks=1", "curriculum.induction_per_program=2",
+         "selfplay.task_types=[deduction, abduction, induction]"],
+        more=[earlier],
+    )  # fmt: skip
+    assert set(stages._induction_programs(run, 4, 1, salt=0)) == {SORTED, TRIPLE}
+    first = [
+        _induction(0, ("1", "2", "3", "4"), "triples"),
+        _induction(1, ("4", "3", "2", "1"), "times three"),  # the same set of inputs
+        _induction(2, ("5", "6", "7", "8"), "multiplies"),
+    ]
+    stored = stages.store_tasks(run, stages.validate(run, tuple(first)), 1)
+    assert [s.no_new_work for s in stored] == ["", "repeat:inputs", ""]
+    assert [s.task_id is None for s in stored] == [False, True, False]
+    again = stages.store_tasks(run, stages.validate(run, tuple(first)), 1)  # a resumed run
+    assert [(s.no_new_work, s.task_id) for s in again] == [
+        (s.no_new_work, s.task_id) for s in stored
+    ]
+    later = [
+        _induction(0, ("1", "2", "3", "4"), "another message"),
+        _induction(1, ("9", "10", "11", "12"), "new inputs, but the program is full"),
+    ]
+    stored, _, rollouts, metrics = one_step(run, later, step=2)
+    assert [s.no_new_work for s in stored] == ["repeat:inputs", "repeat:program"]
+    assert [r.reward for r in rollouts if r.role == "propose"] == [
+        run.config.reward.proposer_duplicate
+    ] * 2
+    assert metrics["propose/repeat_share"] == 1.0
+    assert len(run.store) == 4  # the seed, TRIPLE's deduction task and two induction tasks
+    # the program has its share: induction proposals are no longer asked to write for it
+    assert set(stages._induction_programs(run, 4, 3, salt=0)) == {SORTED}
+
+    unlimited, _ = make_run(
+        ["selfplay.solver_tasks=1", "curriculum.induction_per_program=0",
+         "selfplay.task_types=[deduction, abduction, induction]"],
+    )  # fmt: skip
+    stages.store_tasks(unlimited, stages.validate(unlimited, tuple(first)), 1)
+    stored = stages.store_tasks(unlimited, stages.validate(unlimited, tuple(later)), 2)
+    assert [s.no_new_work for s in stored] == ["repeat:inputs", ""]
+
+
 @pytest.mark.parametrize("constrained", [False, True])
 def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_run, constrained):
     from selfplay.solver.layout import answer_regexes

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import BigInteger, Row, case, select
+from sqlalchemy import BigInteger, Row, Text, case, select
 
 from selfplay.curriculum import database
 from selfplay.curriculum.database import StoreError
@@ -96,3 +96,19 @@ def pool_task(row: Row, references: tuple[int, ...], estimate) -> PoolTask:
         row.origin, row.step, row.model_version, row.source, row.source_id, references
     )
     return PoolTask(row.id, task, row.hash, prov, estimate)
+
+
+def induction_inputs(
+    engine, run_id: int, programs: Sequence[str], before_step: int
+) -> dict[str, list[frozenset[str]]]:
+    """Per program text, the input sets of the run's induction tasks on it that entered the
+    pool before step `before_step` (an empty list for a program with none)."""
+    found: dict[str, list[frozenset[str]]] = {p: [] for p in programs}
+    query = select(TaskRow.program, TaskRow.inputs).where(
+        TaskRow.run_id == run_id, TaskRow.type == "induction", TaskRow.step < before_step
+    )
+    with database.read(engine) as s:
+        for chunk in chunks(sorted(found)):
+            for program, inputs in s.execute(query.where(among(s, TaskRow.program, chunk, Text))):
+                found[program].append(frozenset(inputs))
+    return found

@@ -400,6 +400,14 @@ class TaskStore:
             for i, e in zip(ids, estimates, strict=True)
         ]
 
+    def induction_inputs(
+        self, programs: Sequence[str], before_step: int
+    ) -> dict[str, list[frozenset[str]]]:
+        """Per program text, the input sets of the induction tasks on it that entered the pool
+        before step `before_step` (tasks a resumed run will add again are left out). Reads the
+        database: programs are not in the in-memory index."""
+        return reads.induction_inputs(self.engine, self.run_id, programs, before_step)
+
     def stats(self, step: int | None = None, growth: bool = True):
         """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).
         `growth=False` skips the growth table, the one part that queries the attempts table
