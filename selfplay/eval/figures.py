@@ -4,10 +4,10 @@ A run folder gets, in `RUN/report/`:
 
 - `training.png`: per step, one panel each for the solver's accuracy (in all and per task
   type), the valid rate of proposals per task type, the share of valid proposals that were no
-  new work (in all and per kind), the policy's entropy, the KL divergence to the reference model
-  with its coefficient, the mean reward of each role, and the pool's size. A panel whose metrics
-  the run did not record (an older run) is left out; a NaN (no answer of a type that step, say)
-  is a gap in its line.
+  new work (in all and per kind), the token entropy of the trained samples, the KL divergence
+  to the reference model with its coefficient, the mean reward of each role, and the pool's
+  size. A panel whose metrics the run did not record (an older run) is left out; a NaN (no
+  answer of a type that step, say) is a gap in its line.
 - `evaluations.png`: each benchmark subset evaluated in the run at two steps or more, its
   accuracy at every evaluation on all items and on the non-trivial ones, with 95% intervals.
 - `pool.png`: the tasks of the pool (`RUN/pool.sqlite`) by estimated solve rate at the run's
@@ -58,8 +58,12 @@ PANELS = (
             *((f"propose/{kind}_share", kind) for kind in NO_NEW_WORK),
         ),
     ),
-    ("policy entropy", False, (("update/entropy", "entropy"),)),
-    ("KL to the reference", False, (("update/kl_ref", "KL"), ("update/kl_coef", "coefficient"))),
+    ("token entropy", False, (("update/entropy", "entropy"),)),
+    (
+        "KL to the reference and its coefficient",
+        False,
+        (("update/kl_ref", "KL"), ("update/kl_coef", "coefficient")),
+    ),
     ("mean reward", False, (("reward/propose", "propose"), ("reward/solve", "solve"))),
     ("pool size (tasks)", False, (("curriculum/pool_size", "tasks"),)),
 )
