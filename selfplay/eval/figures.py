@@ -114,20 +114,18 @@ def training(rows: list[dict], path: Path, title: str) -> list[str]:
     recorded."""
     by_step = {row["step"]: row for row in rows}
     steps = sorted(by_step)
+    ordered = [by_step[step] for step in steps]
     panels = []
     for name, share, lines in PANELS:
-        drawn = [
-            (label, values)
-            for key, label in lines
-            for label, values in _series([by_step[s] for s in steps], key, label)
-        ]
+        drawn = [line for key, label in lines for line in _series(ordered, key, label)]
         if drawn:
             panels.append((name, share, drawn))
     if not panels:
         return []
-    rows_of_panels = math.ceil(len(panels) / 2)
-    fig = Figure(figsize=(11, 2.3 * rows_of_panels + 0.5), layout="constrained")
-    axes = list(fig.subplots(rows_of_panels, 2, squeeze=False, sharex=True).flat)
+    columns = min(2, len(panels))
+    rows_of_panels = math.ceil(len(panels) / columns)
+    fig = Figure(figsize=(5.5 * columns, 2.3 * rows_of_panels + 0.5), layout="constrained")
+    axes = list(fig.subplots(rows_of_panels, columns, squeeze=False, sharex=True).flat)
     for ax, (name, share, drawn) in zip(axes, panels):
         for label, values in drawn:
             color = COLORS.get(label)  # a task type's own, else the next in the cycle
@@ -141,7 +139,7 @@ def training(rows: list[dict], path: Path, title: str) -> list[str]:
         ax.grid(alpha=0.3)
     for ax in axes[len(panels) :]:  # an odd panel count leaves one empty axes
         ax.set_visible(False)
-    for ax in axes[len(panels) - 2 : len(panels)]:  # the lowest panel of each column
+    for ax in axes[len(panels) - columns : len(panels)]:  # the lowest panel of each column
         ax.set_xlabel("step")
         ax.xaxis.set_tick_params(labelbottom=True)
     fig.suptitle(title)
