@@ -12,10 +12,13 @@ code_tests.py       the test programs HumanEval and MBPP answers are run in
 passk.py            the unbiased pass@k estimator
 generated.py        the generated family's frozen held-out tasks (deduction, abduction) as a
                     benchmark: does a run's solver improve on the kind of task it trains on
-paired.py           the exact McNemar test on items evaluated before and after training
+paired.py           the exact McNemar test on items evaluated before and after training, and the
+                    Wilson interval of an accuracy
 in_loop.py          the evaluation a run does every `run.eval_every` steps and after its last
 report.py           `selfplay report <run>`: proposal rates early and late, each in-loop
                     benchmark at its first and last evaluation with the paired test
+figures.py          the report's PNG figures (matplotlib): per-step training panels, accuracy at
+                    each evaluation, the pool's difficulty histogram, paired before and after
 commands.py         `selfplay eval <benchmark>` (samples.jsonl, summary.json and a table) and
                     `selfplay report`
 """

@@ -1,6 +1,7 @@
 """`selfplay eval <benchmark> --model PATH_OR_RUN`: pass@1 and pass@k, per-sample JSONL, a table.
 `selfplay report RUN_FOLDER`: what a run did (proposal rates, in-loop evaluations before and
-after, with the paired test), as JSON; see `report.py`."""
+after, with the paired test), as a table or JSON, and its figures; see `report.py` and
+`figures.py`."""
 
 from __future__ import annotations
 
@@ -48,11 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead: pair two `selfplay eval` results (samples.jsonl or its folder)",
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument(
+        "--figures",
+        metavar="DIR",
+        help="folder for the PNG figures (default: RUN/report, or report/ beside AFTER)",
+    )
+    p.add_argument("--no-figures", action="store_true", help="the table only, no figures")
     p.set_defaults(handler=report_command)
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from selfplay.eval.report import compare, render, report
+    from selfplay.eval.report import compare, read_metrics, render, report
 
     if (args.folder is None) == (args.compare is None):
         print("selfplay report: give a run folder, or --compare BEFORE AFTER", file=sys.stderr)
@@ -62,6 +69,18 @@ def report_command(args: argparse.Namespace) -> int:
     except ValueError as err:  # two evaluations that share no item
         print(f"selfplay report: {err}", file=sys.stderr)
         return 1
+    if not args.no_figures:
+        from selfplay.eval import figures  # matplotlib: loaded for this command only
+
+        out = Path(args.figures) if args.figures else None
+        if args.compare is None:
+            folder = Path(args.folder)
+            rows, _ = read_metrics(folder / "metrics.jsonl")
+            written, notes = figures.run_figures(folder, result, rows, out or folder / "report")
+        else:
+            written, notes = figures.compare_figures(result, out)
+        result["figures"] = [str(path) for path in written]
+        result["figures_skipped"] = notes
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

@@ -4,6 +4,10 @@
 wrong before, or the reverse), and under the null hypothesis (training changed nothing) each
 discordant item is equally likely to go either way, so their split is Binomial(n, 1/2). The
 p-value is two-sided: twice the smaller tail, capped at 1.
+
+`wilson` is the Wilson score interval of one accuracy (k right of n), the interval the report's
+figures draw: unlike the normal approximation p +- z sqrt(p(1 - p) / n) it stays inside [0, 1]
+and does not shrink to a point at 0 or n right.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["mcnemar_exact", "sign_test"]
+__all__ = ["mcnemar_exact", "sign_test", "wilson"]
 
 
 def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, int, float]:
@@ -33,3 +37,18 @@ def sign_test(up: int, down: int) -> float:
         return 1.0
     tail = sum(math.comb(n, k) for k in range(min(up, down) + 1)) / 2**n
     return min(1.0, 2 * tail)
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of the proportion k / n (95% at z = 1.96):
+
+        center = (p + z^2 / 2n) / (1 + z^2 / n)
+        half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
+
+    With no items nothing is known: (0, 1)."""
+    if n == 0:
+        return 0.0, 1.0
+    p, zz = k / n, z * z
+    center = (p + zz / (2 * n)) / (1 + zz / n)
+    half = z / (1 + zz / n) * math.sqrt(p * (1 - p) / n + zz / (4 * n * n))
+    return max(0.0, center - half), min(1.0, center + half)

@@ -28,7 +28,9 @@ two-sided); and how the items changed: the gained items by how the earlier answe
 the lost ones by how the later answer failed (`unreadable`, `not_a_value`, `wrong_value`; see
 `harness.failure`), so that a gain in notation and a gain in reasoning are two numbers. The
 report is a table; `--json` prints the same as one object. A line of `metrics.jsonl` or of a
-per-sample file that cannot be read is skipped and counted.
+per-sample file that cannot be read is skipped and counted. The counts behind the accuracies
+(`correct`) are there for the figures' intervals; the command also draws the figures
+(`figures.py`) and lists them (`figures`, and `figures_skipped` with why).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
 
-__all__ = ["report", "compare", "render"]
+__all__ = ["report", "compare", "render", "read_metrics"]
 
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
@@ -66,7 +68,7 @@ def report(folder: str | Path) -> dict:
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no run folder at {folder}")
-    rows, unreadable = _metrics(folder / "metrics.jsonl")
+    rows, unreadable = read_metrics(folder / "metrics.jsonl")
     return {
         "run": str(folder),
         "steps": max((r["step"] for r in rows), default=0),
@@ -76,7 +78,7 @@ def report(folder: str | Path) -> dict:
     }
 
 
-def _metrics(path: Path) -> tuple[list[dict], int]:
+def read_metrics(path: Path) -> tuple[list[dict], int]:
     """The step records of `metrics.jsonl` (step >= 1), and how many lines could not be read."""
     rows, unreadable = [], 0
     if not path.exists():
@@ -163,15 +165,20 @@ def _curve(by_step: dict[int, dict[tuple, Item]], subset: str) -> list[dict]:
     for step, items in by_step.items():
         own = [item for key, item in items.items() if key[0] == subset]
         hard = [item for item in own if item.trivial is False]
-        point = {"step": step, "n": len(own), "accuracy": _share(own)}
+        point = {"step": step, "n": len(own), "accuracy": _share(own), "correct": _right(own)}
         if hard:
             point["non_trivial_accuracy"] = _share(hard)
+            point["non_trivial_n"], point["non_trivial_correct"] = len(hard), _right(hard)
         curve.append(point)
     return curve
 
 
 def _share(items: list[Item]) -> float:
-    return round(sum(i.correct for i in items) / len(items), 4) if items else 0.0
+    return round(_right(items) / len(items), 4) if items else 0.0
+
+
+def _right(items: list[Item]) -> int:
+    return sum(i.correct for i in items)
 
 
 def compare(before: str | Path, after: str | Path) -> dict:
@@ -268,6 +275,7 @@ def _stats(pairs: list[tuple[Item, Item]]) -> dict:
         "before": round(sum(b) / n, 4),
         "after": round(sum(a) / n, 4),
         "delta": round((sum(a) - sum(b)) / n, 4),
+        "correct": [sum(b), sum(a)],  # the counts behind before and after
         "gained": gained,
         "lost": lost,
         "p_value": float(f"{p:.3g}"),
@@ -359,6 +367,9 @@ def render(result: dict) -> str:
             lines.append(f"    by step, all (non-trivial): {points}")
         if "warning" in row:
             lines.append(f"    warning: {row['warning']}")
+    if result.get("figures"):
+        lines.append(f"figures: {', '.join(result['figures'])}")
+    lines += [f"no figure: {note}" for note in result.get("figures_skipped", ())]
     return "\n".join(lines)
 
 

@@ -301,10 +301,16 @@ def test_a_run_report_gives_every_evaluation_on_all_and_non_trivial_items(tmp_pa
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = report(tmp_path)["benchmarks"]["cruxeval_i"]
     assert got["steps"] == [0, 40] and (got["gained"], got["lost"]) == (2, 0)
+
+    def point(step, accuracy, correct, hard_accuracy, hard_correct):  # 3 of 4 are not trivial
+        return dict(step=step, n=4, accuracy=accuracy, correct=correct) | dict(
+            non_trivial_accuracy=hard_accuracy, non_trivial_n=3, non_trivial_correct=hard_correct
+        )
+
     assert got["curve"] == [
-        {"step": 0, "n": 4, "accuracy": 0.25, "non_trivial_accuracy": 0.3333},
-        {"step": 20, "n": 4, "accuracy": 0.75, "non_trivial_accuracy": 0.6667},
-        {"step": 40, "n": 4, "accuracy": 0.75, "non_trivial_accuracy": 0.6667},
+        point(0, 0.25, 1, 0.3333, 1),
+        point(20, 0.75, 3, 0.6667, 2),
+        point(40, 0.75, 3, 0.6667, 2),
     ]
     assert main(["report", str(tmp_path)]) == 0
     assert "by step, all (non-trivial): 0: 0.250 (0.333), 20: 0.750" in capsys.readouterr().out

@@ -1,8 +1,8 @@
-"""The exact McNemar test against values worked out by hand."""
+"""The exact McNemar test and the Wilson interval against values worked out by hand."""
 
 import pytest
 
-from selfplay.eval.paired import mcnemar_exact
+from selfplay.eval.paired import mcnemar_exact, wilson
 
 
 def test_only_discordant_pairs_count():
@@ -24,3 +24,13 @@ def test_no_change_and_mismatched_lengths():
     assert mcnemar_exact([True, False], [True, False]) == (0, 0, 1.0)
     with pytest.raises(ValueError, match="differ in length"):
         mcnemar_exact([True], [True, False])
+
+
+def test_the_wilson_interval():
+    # none right of 10: [0, z^2 / (n + z^2)], not the normal approximation's point at 0
+    assert wilson(0, 10) == pytest.approx((0.0, 3.8416 / 13.8416))
+    # half right: symmetric, center 0.5, half-width z / (1 + z^2/n) sqrt(1/4n + z^2/4n^2)
+    assert wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    low, high = wilson(10, 10)
+    assert high == 1.0 and low == pytest.approx(10 / 13.8416)
+    assert wilson(0, 0) == (0.0, 1.0)
