@@ -140,6 +140,23 @@ def test_bars_are_silent_without_a_console_and_on_other_ranks(monkeypatch):
     assert stream.getvalue() == "" and not console.showing()
 
 
+def test_the_transformers_backend_moves_the_bar_as_rows_finish(
+    monkeypatch, tiny_model, smol_tokenizer
+):
+    from selfplay.engine import SamplingParams, chat
+    from selfplay.engine.transformers_backend import TransformersEngine
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
+    engine = TransformersEngine(tiny_model, smol_tokenizer)
+    params = SamplingParams(n=2, temperature=1.0, max_tokens=6, seed=0)
+    with Console(None), console.doing("eval tiny"):
+        engine.generate([chat("hi"), chat("hello there")], params)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("eval tiny: 0/4") and lines[-1].startswith("eval tiny: 4/4")
+
+
 def test_the_config_levels_are_the_console_s_and_verbose_asks_for_info():
     from selfplay.cli import build_parser
     from selfplay.console import verbose_overrides
