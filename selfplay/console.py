@@ -26,6 +26,7 @@ its INFO records are dropped.
 labelled with the current `activity` ("step 3/20 solve"; `doing("eval cruxeval_o")`): redrawn
 in place on a terminal; where standard error is no terminal (CI, nohup) a plain line every
 `LINE_EVERY_S` seconds and a last one at the end, and nothing for a phase shorter than that.
+Both are drawn again while nothing moves on, so that the elapsed time shows the phase is alive.
 Without an open console, or in one opened with `bars=False` (ranks other than 0), bars are
 silent. Everything is put back when the console closes.
 """
@@ -35,6 +36,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
 import traceback
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -45,7 +48,8 @@ from tqdm import tqdm
 __all__ = ["LEVELS", "LINE_EVERY_S", "Console", "activity", "bar", "doing", "showing"]
 
 LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR")
-LINE_EVERY_S = 30.0
+LINE_EVERY_S = 30.0  # a plain line at most this often, and at least while a phase lasts
+REDRAW_EVERY_S = 1.0  # a bar on a terminal is drawn again at least this often
 
 #: what the bars made now are about, with their unit
 activity: ContextVar[tuple[str, str]] = ContextVar("activity", default=("", "sample"))
@@ -80,36 +84,79 @@ def bar(total: int | None, unit: str | None = None) -> tqdm:
         return tqdm(total=total, disable=True)
     stream = _open[-1].err
     if stream.isatty():
-        return tqdm(
-            total=total, desc=label, unit=unit, file=stream, leave=False, dynamic_ncols=True
+        return _Bar(
+            total=total,
+            desc=label,
+            unit=unit,
+            file=stream,
+            leave=False,
+            dynamic_ncols=True,
+            beat=REDRAW_EVERY_S,
         )
+    every = LINE_EVERY_S
     return _Lines(
         total=total,
         desc=label,
         unit=unit,
         file=stream,
         leave=False,  # its last line is written by `close`
-        delay=LINE_EVERY_S,
-        mininterval=LINE_EVERY_S,
-        maxinterval=LINE_EVERY_S,
+        delay=every,
+        mininterval=every,
+        maxinterval=every,
+        beat=every,
         bar_format="{desc}: {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]{postfix}",
     )
 
 
-class _Lines(tqdm):
-    """A bar for a stream that is no terminal: each display a whole line, none to clear, and
-    a last line at the close when any was written."""
+class _Bar(tqdm):
+    """A tqdm bar that is drawn again when it has not been for `beat` seconds, also while
+    nothing finishes: a batch of vLLM requests can run for minutes before its first one ends,
+    and the elapsed time that moves on is then the sign of life (tqdm draws on updates only)."""
+
+    def __init__(self, *args, beat: float, **kwargs):
+        self.beat = beat
+        self.begun = self.drawn = time.monotonic()
+        self.stopped = threading.Event()
+        super().__init__(*args, **kwargs)
+        if beat > 0 and not self.disable:
+            threading.Thread(target=self._heartbeat, daemon=True).start()
+
+    def display(self, msg=None, pos=None):
+        self.drawn = time.monotonic()
+        return super().display(msg, pos)
+
+    def _heartbeat(self) -> None:
+        while not self.stopped.wait(self.beat / 4):
+            if time.monotonic() - self.drawn >= self.beat:
+                self.refresh()
+
+    def close(self):
+        self.stopped.set()
+        super().close()
+
+
+class _Lines(_Bar):
+    """A bar for a stream that is no terminal: each display a whole line (none that repeats
+    the last one within `beat` seconds), none to clear, and a last line at the close with the
+    final count when any was written."""
+
+    shown: int | None = None  # the count of its last line
 
     def display(self, msg=None, pos=None):
         if msg is not None:  # a request to clear the line, which a plain line never needs
             return False
+        if self.shown is None and time.monotonic() - self.begun < self.beat:
+            return False  # a phase shorter than a line's interval needs none (vLLM refreshes)
+        if self.n == self.shown and time.monotonic() - self.drawn < self.beat:
+            return False  # the line just written says it (a refresh after an update)
         self.fp.write(f"{self}\n")
         self.fp.flush()
-        self.lines = getattr(self, "lines", 0) + 1
+        self.drawn, self.shown = time.monotonic(), self.n
         return True
 
     def close(self):
-        if not self.disable and getattr(self, "lines", 0) and self.n != self.last_print_n:
+        self.stopped.set()
+        if not self.disable and self.shown is not None and self.n != self.shown:
             self.display()
         super().close()
 

@@ -40,7 +40,8 @@ class Progress:
         kinds = ", ".join(sp.task_types)
         where = f"on {device}" + (f", {processes} processes" if processes > 1 else "")
         lines = [
-            f"selfplay run {config.curriculum.run}: {config.run.steps} steps, folder {folder}",
+            f"selfplay run {config.curriculum.run}: {_count(config.run.steps, 'step')}, "
+            f"folder {folder}",
             f"  model {config.model.name} {where}, generation with {config.engine.backend}",
             f"  proposals per step: {sp.proposals} prompts x {sp.proposal_samples} for each of "
             f"{kinds}",
@@ -103,7 +104,7 @@ class Progress:
         store, folder = run.config.curriculum.store, run.folder
         lines = [
             "",
-            f"Done: {len(h)} steps this session in {folder}",
+            f"Done: {_count(len(h), 'step')} this session in {folder}",
             f"  tasks proposed {int(proposed)}, valid {int(valid)}, added to the pool "
             f"{int(added)} (pool now {len(run.store)} tasks)",
             f"  solver answers judged correct: {_solved(h)}",
@@ -123,10 +124,14 @@ def _evaluations(run) -> str:
     if not run.eval_every:
         return "none (run.eval_every=0)"
     size = f"first {run.eval_problems} problems" if run.eval_problems else "all problems"
+    every = "every step" if run.eval_every == 1 else f"every {run.eval_every} steps"
     return (
-        f"{', '.join(run.eval_benchmarks)} ({size}) before the first step, every "
-        f"{run.eval_every} steps and after the last"
+        f"{', '.join(run.eval_benchmarks)} ({size}) before the first step, {every}, after the last"
     )
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _solved(history: list[dict]) -> str:

@@ -8,10 +8,12 @@ import io
 import logging
 import os
 import pty
+import select
 import struct
 import subprocess
 import sys
 import termios
+import time
 import warnings
 from typing import get_args
 
@@ -99,6 +101,7 @@ def test_bars_are_plain_lines_where_standard_error_is_no_terminal(monkeypatch):
     with Console(None), console.doing("step 1/3 solve", "answer"):
         with console.bar(4) as bar:  # shorter than a line's interval: no line
             bar.update(4)
+            bar.refresh()  # as vLLM does when the count reaches its requests
         assert stream.getvalue() == ""
         monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
         with console.bar(4) as bar:
@@ -112,6 +115,20 @@ def test_bars_are_plain_lines_where_standard_error_is_no_terminal(monkeypatch):
     assert "answer/s" in lines[-2]
 
 
+def test_plain_lines_go_on_while_nothing_finishes_and_end_with_one_last_line(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.2)
+    with Console(None), console.doing("eval cruxeval_o"), console.bar(3) as bar:
+        time.sleep(0.9)  # a batch whose first request has not finished yet
+        bar.update(3)
+        bar.refresh()  # as vLLM does when the count reaches its requests
+    lines = stream.getvalue().splitlines()
+    waiting = [line for line in lines if line.startswith("eval cruxeval_o: 0/3 [00:00<")]
+    assert len(waiting) >= 2, lines
+    assert [line for line in lines if "3/3" in line] == lines[-1:]
+
+
 def test_bars_are_redrawn_in_place_on_a_terminal(monkeypatch):
     main, other = pty.openpty()
     fcntl.ioctl(other, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100
@@ -121,7 +138,10 @@ def test_bars_are_redrawn_in_place_on_a_terminal(monkeypatch):
         bar.update(2)
         bar.refresh()  # as a redraw after its interval does
     terminal.flush()
-    shown = os.read(main, 4096).decode()
+    shown = b""
+    while select.select([main], [], [], 0.5)[0]:  # the terminal may pass it on in pieces
+        shown += os.read(main, 4096)
+    shown = shown.decode()
     terminal.close()
     os.close(main)
     drawn = shown.split("\r")

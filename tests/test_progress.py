@@ -37,7 +37,7 @@ def test_the_banner_gives_the_run_s_size_and_where_its_output_goes():
         "model smollm2-135m-instruct on cpu, generation with vllm",
         "proposals per step: 4 prompts x 1 for each of deduction, abduction",
         "answers per step: 4 to each new task, 2 to each of 6 pool tasks; at most 256 tokens",
-        "cruxeval (first 800 problems) before the first step, every 5 steps",
+        "cruxeval (first 800 problems) before the first step, every 5 steps, after the last",
         "store/demo/run.log",
     ):
         assert part in text, part
