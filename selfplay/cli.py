@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from selfplay import config as config_module
+from selfplay.console import add_verbose, verbose_overrides
 from selfplay.datasets import commands as pool_commands
 from selfplay.engine import commands as engine_commands
 from selfplay.eval import commands as eval_commands
@@ -29,7 +30,7 @@ def _config_command(args: argparse.Namespace) -> int:
 def _run_command(args: argparse.Namespace) -> int:
     from selfplay.loop import run
 
-    run(config_module.load(args.recipe, args.overrides))
+    run(config_module.load(args.recipe, verbose_overrides(args)))
     return 0
 
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="a self-play run (resumes when its folder has a checkpoint)")
     p.add_argument("--recipe", help="YAML recipe, e.g. recipes/cpu_demo.yaml")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    add_verbose(p)
     p.set_defaults(handler=_run_command)
     p = sub.add_parser("config", help="list every configuration field")
     p.set_defaults(handler=_config_command)
@@ -68,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (ConfigError, SandboxUnavailable, SandboxError, OSError, StoreError) as err:
-        print(f"selfplay {args.command}: {err}", file=sys.stderr)
+        # a note names the log of the libraries' output, where one was kept
+        print(f"selfplay {args.command}: {err}", *getattr(err, "__notes__", ()), file=sys.stderr)
         return 1
 
 

@@ -297,6 +297,8 @@ class SelfPlayConfig(Checked):
 
 #: the estimators of `selfplay.trainer.advantages.ESTIMATORS` (a test keeps them equal)
 AdvantageEstimator = Literal["trr++", "grpo", "reinforce++"]
+#: the levels of `selfplay.console.LEVELS` ('' shows no library records on the terminal)
+LogLevel = Literal["", "DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 @dataclass(frozen=True)
@@ -394,6 +396,11 @@ class RunConfig(Checked):
         True, "write every rollout (text, reward, advantage) to samples.jsonl in the run folder"
     )
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
+    log_level: LogLevel = knob(
+        "",
+        "the libraries' log records (vLLM, transformers, torch) from this level are shown on "
+        "the terminal too; '': none (run.log in the run folder keeps them; --verbose: INFO)",
+    )
 
     def check(self) -> None:
         positive(self, "steps", "checkpoint_every", "keep_checkpoints")

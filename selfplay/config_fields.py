@@ -245,5 +245,5 @@ def describe(cls, prefix: str = "") -> Iterator[str]:
             yield from describe(hint, name + ".")
             continue
         if choices := _choices(hint):
-            doc += f"; choose from {', '.join(map(str, choices))}"
+            doc += f"; choose from {', '.join(str(c) if c != '' else repr(c) for c in choices)}"
         yield f"  {name} ({_kind(hint)}, default {f.default!r}): {doc}"

@@ -4,7 +4,8 @@
 
 A run folder (`run.folder`, default `store/<run>/`) holds the resolved configuration
 (`config.yaml`), the task pool (`pool.sqlite` unless `curriculum.store` points elsewhere),
-`metrics.jsonl`, TensorBoard events, `eval/` results and `checkpoints/`. Starting a run whose
+`metrics.jsonl`, TensorBoard events, `eval/` results, `checkpoints/` and `run.log` (what the
+libraries print and log, kept off the terminal: `selfplay.console`). Starting a run whose
 folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
 back, metrics of later (lost) steps are dropped, and the step after the checkpoint is run
 again. Labeled sets (`seed.labeled`) are imported into the pool when a run starts
@@ -34,6 +35,7 @@ import yaml
 
 from selfplay import semi, stages
 from selfplay.config import Config, RunConfig, to_dict
+from selfplay.console import Console
 from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
 from selfplay.distributed import Ranks, SharedStore
@@ -173,8 +175,10 @@ def _save_config(config: Config, folder: Path) -> None:
     path.write_text(text)
 
 
-def open_run(config: Config) -> tuple[Run, int]:
-    """Build (or resume) a run; returns it and the first step to run."""
+def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int]:
+    """Build (or resume) a run; returns it and the first step to run. Rank 0 calls
+    `announce(config, folder, device, processes)` with the resolved configuration before the
+    model loads."""
     # accelerate, the store's SQLAlchemy and the executor's RestrictedPython load only when a
     # run opens: importing the loop (for `Run`, or the CLI's help) stays quick
     from accelerate import Accelerator
@@ -201,6 +205,8 @@ def open_run(config: Config) -> tuple[Run, int]:
     folder = run_folder(config)
     config = _resolved(config, folder)
     _check_sharding(accelerator, config)
+    if announce is not None and ranks.is_main:
+        announce(config, folder, str(accelerator.device), ranks.world_size)
     if ranks.is_main:
         folder.mkdir(parents=True, exist_ok=True)
         _save_config(config, folder)
@@ -390,9 +396,20 @@ def close_run(run: Run) -> None:
 # the run
 
 
-def run(config: Config, out=sys.stdout) -> Path:
-    """Run (or resume) the configured number of steps; returns the run folder."""
-    state, start = open_run(config)
+def run(config: Config, out=None) -> Path:
+    """Run (or resume) the configured number of steps; returns the run folder.
+
+    The run prints to `out` (default: the terminal) and keeps the libraries' output in
+    `run.log` in its folder (`selfplay.console`; ranks other than 0 in `run.rank<k>.log`)."""
+    rank = int(os.environ.get("RANK", "0"))  # set by torchrun and accelerate for each process
+    log = run_folder(config) / ("run.log" if rank == 0 else f"run.rank{rank}.log")
+    with Console(log, config.run.log_level, bars=rank == 0) as terminal:
+        return _run(config, out or terminal.out, log)
+
+
+def _run(config: Config, out, log: Path) -> Path:
+    progress = Progress(out, config.run.steps, log)
+    state, start = open_run(config, announce=progress.banner)
     cfg = state.config
     main = state.ranks.is_main
     checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints)
@@ -402,7 +419,8 @@ def run(config: Config, out=sys.stdout) -> Path:
         logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
         if cfg.run.log_samples:
             state.samples = SampleLog(state.folder, state.tokenizer, start - 1)
-    progress = Progress(out if main else io.StringIO(), cfg.run.steps)
+    if not main:
+        progress = Progress(io.StringIO(), cfg.run.steps)
     state.on_stage = progress.stage
     for report in state.imports or ():
         progress.note(
@@ -412,16 +430,18 @@ def run(config: Config, out=sys.stdout) -> Path:
     try:
         if start > cfg.run.steps:
             progress.note(f"already finished: {cfg.run.steps} steps done")
+        elif start > 1:
+            progress.note(f"resumed from the checkpoint of step {start - 1}")
         if start == 1 and cfg.run.eval_every and main:
-            logger.log(0, _evaluate(state, 0))
+            logger.log(0, _evaluate(state, 0, progress))
         for step in range(start, cfg.run.steps + 1):
             metrics = run_step(state, step)
             metrics["run/world_size"] = float(state.ranks.world_size)
+            progress.step(step, metrics)
             if main and _evaluates_after(cfg.run, step):
-                metrics.update(_evaluate(state, step))
+                metrics.update(_evaluate(state, step, progress))
             if main:
                 logger.log(step, metrics)
-            progress.step(step, metrics)
             if step % cfg.run.checkpoint_every == 0 or step == cfg.run.steps:
                 extra = {"kl_coef": state.kl.coef} if state.kl is not None else {}
                 checkpoints.save(state.accelerator, state.model, state.tokenizer, step, extra)
@@ -439,9 +459,12 @@ def _evaluates_after(run: RunConfig, step: int) -> bool:
     return bool(run.eval_every) and (step % run.eval_every == 0 or step == run.steps)
 
 
-def _evaluate(state: Run, step: int) -> dict[str, float]:
+def _evaluate(state: Run, step: int, progress: Progress) -> dict[str, float]:
     from selfplay.eval.in_loop import InLoopEval  # the benchmarks load only for runs that evaluate
 
+    started = time.perf_counter()
     if state.evaluator is None:
         state.evaluator = InLoopEval(state.config, state.executor, state.math_checker)
-    return state.evaluator(state.engine, state.folder, step)
+    metrics = state.evaluator(state.engine, state.folder, step)
+    progress.evaluation(step, metrics, time.perf_counter() - started)
+    return metrics

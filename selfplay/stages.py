@@ -146,6 +146,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
                     policy_logprobs(c, params),
                     refs,
                     parsed,
+                    c.finish_reason,
                 )
             )
     return tuple(proposed)
@@ -377,6 +378,7 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int)
                     c.token_ids,
                     policy_logprobs(c, params),
                     parsed,
+                    c.finish_reason,
                 )
             )
         group += 1

@@ -110,7 +110,19 @@ def step_metrics(
     seconds = timer.seconds.get("propose", 0.0) + timer.seconds.get("solve", 0.0)
     m["generate/tokens"] = float(generated)
     m["generate/tokens_per_s"] = generated / seconds if seconds else float("nan")
+    m.update(_lengths("propose", [s.validated.proposed for s in stored]))
+    m.update(_lengths("solve", [j.attempted for j in judged]))
     return m
+
+
+def _lengths(role: str, completions: Sequence) -> dict[str, float]:
+    """The role's mean completion length in tokens and the share of its completions cut at the
+    token limit (`generation.max_new_tokens`), as TRL logs them: a clipped ratio that climbs
+    while the length nears the limit is a run whose answers ramble or loop."""
+    return {
+        f"{role}/mean_length": _rate(completions, lambda c: len(c.completion_ids)),
+        f"{role}/clipped_ratio": _rate(completions, lambda c: c.finish_reason == "length"),
+    }
 
 
 def _estimate_rollouts(run: Run, judged: Sequence[Judged]) -> int:

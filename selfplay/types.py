@@ -167,6 +167,7 @@ class Proposed:
     logprobs: tuple[float, ...]
     references: tuple[int, ...]  # pool ids shown in the prompt
     parsed: Proposal | ParseFailure
+    finish_reason: str = "stop"  # its completion's (`engine.Completion`); length: cut at the limit
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,7 @@ class Attempted:
     completion_ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     parsed: Answer | ParseFailure
+    finish_reason: str = "stop"  # its completion's (`engine.Completion`); length: cut at the limit
 
 
 @dataclass(frozen=True)

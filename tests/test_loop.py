@@ -179,6 +179,11 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     out.close()
     text = (tmp_path / "out.txt").read_text()
     assert "step   2/2" in text and "export the pool" in text
+    assert text.startswith(f"selfplay run test: 2 steps, folder {folder}")
+    assert "entropy" in text and "cut prop" in text
+    assert "INFO" not in text and "WARNING" not in text  # the libraries' lines are in run.log
+    assert "Loading weights" not in text  # transformers' bar is off
+    assert (folder / "run.log").is_file()
     assert [m["step"] for m in read_metrics(folder)] == [1, 2]
     counts = {"answers": 0, "correct": 0}
     for m in read_metrics(folder):

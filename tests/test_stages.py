@@ -157,6 +157,33 @@ def test_no_estimate_rollouts_when_the_solver_does_not_train(make_run):
     assert metrics["reward/estimate_rollouts"] == 0
 
 
+def test_lengths_and_the_share_cut_at_the_token_limit_per_role(make_run):
+    """Every second answer runs to the token limit with 4 tokens (the others end with 2); one
+    of the two proposals (3 tokens each) was cut as well."""
+    run, _ = make_run(["selfplay.solver_tasks=1"])
+    answerer = run.engine
+
+    class Cutting:
+        def generate(self, prompts, params):
+            out = []
+            for g in answerer.generate(prompts, params):
+                cut = dataclasses.replace(
+                    g.completions[1],
+                    token_ids=(1,) * 4,
+                    logprobs=(-0.1,) * 4,
+                    finish_reason="length",
+                )
+                out.append(Generation(g.prompt_token_ids, (g.completions[0], cut)))
+            return out
+
+    run.engine = Cutting()
+    cut = dataclasses.replace(proposed(1, "abduction", REVERSED, "'ab'"), finish_reason="length")
+    _, judged, _, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4"), cut])
+    assert len(judged) == 6  # two answers to each new task and to the pool's task
+    assert metrics["solve/clipped_ratio"] == 0.5 and metrics["solve/mean_length"] == 3.0
+    assert metrics["propose/clipped_ratio"] == 0.5 and metrics["propose/mean_length"] == 3.0
+
+
 def test_copies_and_duplicates_earn_no_learnability(make_run):
     earlier = Task("deduction", REVERSED, ("'abc'",), ("'cba'",), cpu_s=1e-4)
     run, seed_id = make_run(["selfplay.solver_tasks=1"], more=[earlier])

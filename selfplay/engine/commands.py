@@ -13,6 +13,7 @@ import argparse
 import time
 
 from selfplay import config as config_module
+from selfplay.console import Console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,10 +36,11 @@ def prepare_command(args: argparse.Namespace) -> int:
 
     cfg = config_module.load(None, _overrides(args.overrides)).model
     started = time.perf_counter()
-    if cfg.name in model.EMBEDDED_MODELS:
-        source = str(model.prepare_embedded(model.cache_dir(cfg), args.force, cfg.name))
-    else:
-        source = model.resolve(cfg)
+    with Console(None):  # shows the conversion's bar; every output stays where it is
+        if cfg.name in model.EMBEDDED_MODELS:
+            source = str(model.prepare_embedded(model.cache_dir(cfg), args.force, cfg.name))
+        else:
+            source = model.resolve(cfg)
     tokenizer = model.load_tokenizer(source)
     arch = AutoConfig.from_pretrained(source).architectures or ["?"]
     print(f"model {cfg.name}: {source}")

@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfplay import console
 from selfplay.config import ModelConfig
 
 __all__ = [
@@ -177,10 +178,15 @@ def prepare_embedded(cache: Path | None = None, force: bool = False, name: str =
     # Convert into a temporary sibling and rename it into place, so that an interrupted or
     # concurrent conversion never leaves a half-written folder under the final name.
     work = Path(tempfile.mkdtemp(prefix=".prepare-", dir=target.parent))
+    whole = len(parts) == 1 and entry.sha256 is None  # convert the installed file in place
     try:
-        whole = len(parts) == 1 and entry.sha256 is None  # convert the installed file in place
-        gguf = parts[0] if whole else stitched_gguf(name, work)
-        _convert(entry, gguf, work)
+        # a bar over the phases: stitch the parts (a split model), read and dequantise, save
+        with console.doing(f"preparing {name}", "phase"), console.bar(2 if whole else 3) as phases:
+            if not whole:
+                phases.set_postfix_str("stitching its parts")
+                gguf = stitched_gguf(name, work)
+                phases.update()
+            _convert(entry, parts[0] if whole else gguf, work, phases)
         if not whole:  # the converted folder is what transformers and vLLM load
             gguf.unlink()
         (work / _STAMP).write_text(json.dumps(_stamp_of(name, parts)))
@@ -192,10 +198,11 @@ def prepare_embedded(cache: Path | None = None, force: bool = False, name: str =
     return target
 
 
-def _convert(entry: Embedded, gguf: Path, out: Path) -> None:
+def _convert(entry: Embedded, gguf: Path, out: Path, phases) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    phases.set_postfix_str("reading and dequantising the GGUF file")
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(
         gguf.parent, gguf_file=gguf.name, dtype=torch.float32
@@ -210,8 +217,11 @@ def _convert(entry: Embedded, gguf: Path, out: Path) -> None:
     plain.load_state_dict(loaded.state_dict(), strict=True)
     plain.generation_config = loaded.generation_config
     _fix_special_tokens(entry, tokenizer, plain)
+    phases.update()
+    phases.set_postfix_str("saving it as safetensors")
     plain.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    phases.update()
 
 
 def _fix_special_tokens(entry: Embedded, tokenizer, model) -> None:

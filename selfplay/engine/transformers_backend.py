@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
+from selfplay import console
 from selfplay.config import EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams
 from selfplay.engine.template import prompt_ids
@@ -82,10 +83,11 @@ class TransformersEngine:
         order = sorted(range(len(rows)), key=lambda r: len(ids[rows[r]]))
         generator = self._generator_for(params.seed)
         done: dict[int, Completion] = {}
-        for start in range(0, len(order), self.config.batch_size):
-            chunk = order[start : start + self.config.batch_size]
-            batch = [ids[rows[r]] for r in chunk]
-            done.update(zip(chunk, self._decode(batch, params, generator), strict=True))
+        with console.bar(len(rows)) as bar:
+            for start in range(0, len(order), self.config.batch_size):
+                chunk = order[start : start + self.config.batch_size]
+                batch = [ids[rows[r]] for r in chunk]
+                done.update(zip(chunk, self._decode(batch, params, generator, bar), strict=True))
         return [
             Generation(tuple(x), tuple(done[i * params.n + k] for k in range(params.n)))
             for i, x in enumerate(ids)
@@ -159,8 +161,9 @@ class TransformersEngine:
         return out.logits[:, -1].float()
 
     def _decode(
-        self, batch: list[list[int]], params: SamplingParams, generator
+        self, batch: list[list[int]], params: SamplingParams, generator, bar
     ) -> list[Completion]:
+        """The completions of one batch; `bar` moves on as its rows finish."""
         from transformers import DynamicCache
 
         with self._evaluating():
@@ -172,7 +175,9 @@ class TransformersEngine:
             for step in range(params.max_tokens):
                 token, logp = sample_tokens(logits, params.temperature, params.top_p, generator)
                 keep = rows.append(alive.tolist(), token.tolist(), logp.tolist())
+                bar.update(len(alive) - len(keep))
                 if not keep or step == params.max_tokens - 1:
+                    bar.update(len(keep))  # cut at the token limit
                     break
                 if len(keep) < len(alive):
                     index = torch.tensor(keep, device=ids.device)

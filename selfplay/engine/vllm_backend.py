@@ -30,6 +30,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 
+from selfplay import console
 from selfplay.config import EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams, derive_seed
 from selfplay.engine.template import prompt_ids
@@ -104,6 +105,9 @@ class VLLMEngine:
             # vLLM's CPU sampler cannot rewind a seeded request's generator after a partial
             # (chunked) prefill, so on CPU prompts are prefilled whole.
             enable_chunked_prefill=self.on_gpu,
+            # its weight-loading bar writes to the standard error of the moment, which in a run
+            # is the terminal (`selfplay.console`); the load is logged anyway
+            use_tqdm_on_load=False,
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
             **_launched(self.on_gpu),
         )
@@ -133,7 +137,8 @@ class VLLMEngine:
         per_request = self._seeded(sampling, len(requests))
         if params.regex is not None:
             per_request = _constrained(per_request, params.regex, len(ids), copies)
-        outputs = self.llm.generate(requests, per_request, use_tqdm=False)
+        completions = len(requests) * sampling.n
+        outputs = self.llm.generate(requests, per_request, use_tqdm=_progress(completions))
         errors = sum(c.finish_reason not in ("stop", "length") for o in outputs for c in o.outputs)
         if errors:
             logging.getLogger(__name__).warning(
@@ -234,6 +239,20 @@ def _constrained(sampling, regex: str | tuple[str, ...], prompts: int, copies: i
         clone.structured_outputs = StructuredOutputsParams(regex=regexes[k // copies])
         out.append(clone)
     return out
+
+
+def _progress(completions: int):
+    """vLLM's progress hook while the console shows bars (`selfplay.console`), else False: the
+    bar vLLM makes over the requests becomes the console's over the completions (vLLM moves it
+    on by each finished request's completions); the one it makes while it renders the prompts
+    is left out (a hook given an iterable returns it as it is)."""
+    if not console.showing():
+        return False
+
+    def make(iterable=None, **_):
+        return iterable if iterable is not None else console.bar(completions)
+
+    return make
 
 
 def _set_threads(count: int) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from selfplay import config as config_module
 from selfplay.config import EVAL_BENCHMARKS
+from selfplay.console import Console, add_verbose, verbose_overrides
 from selfplay.datasets.files import DataError
 
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "of thought, as in published tables; or the solver's own (selfplay, as in training)",
     )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    add_verbose(p)
     p.set_defaults(handler=eval_command)
     p = sub.add_parser(
         "report",
@@ -115,7 +117,7 @@ def eval_command(args: argparse.Namespace) -> int:
         raise config_module.ConfigError(
             f"pass@{max(args.k)} needs at least {max(args.k)} samples per problem (--samples)"
         )
-    config, source = resolve_model(args.model, args.overrides)
+    config, source = resolve_model(args.model, verbose_overrides(args))
     config = replace(config, model=replace(config.model, name=source))
     temperature = args.temperature
     if temperature is None:
@@ -129,15 +131,17 @@ def eval_command(args: argparse.Namespace) -> int:
     )
     out = Path(args.out or f"eval/{args.benchmark}-{Path(source).name}")
     out.mkdir(parents=True, exist_ok=True)
-    model, tokenizer, model_source = load_model(config.model)
-    engine = make_engine(config, model, tokenizer, model_source)
-    try:
-        problems, metrics, items = _run(args.benchmark, engine, config, args, params)
+    try:  # the libraries' output goes to eval.log beside the results (`selfplay.console`)
+        with Console(out / "eval.log", config.run.log_level):
+            model, tokenizer, model_source = load_model(config.model)
+            engine = make_engine(config, model, tokenizer, model_source)
+            try:
+                problems, metrics, items = _run(args.benchmark, engine, config, args, params)
+            finally:
+                engine.close()
     except DataError as err:
         print(f"selfplay eval: {err}", file=sys.stderr)
         return 1
-    finally:
-        engine.close()
     with (out / "samples.jsonl").open("w") as f:
         for item in items:
             f.write(json.dumps(item) + "\n")

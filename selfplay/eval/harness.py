@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from selfplay import console
 from selfplay.eval.passk import pass_at_k_metrics
 from selfplay.extract import ANSWER_STOP
 from selfplay.types import ParseFailure, Verdict
@@ -91,7 +92,8 @@ def evaluate(
 ) -> tuple[dict[str, float], list[dict]]:
     """(metrics `{name}/pass@{k}`, per-sample records) of `problems`; see the module doc."""
     params = replace(params, stop=params.stop or ANSWER_STOP)
-    generations = engine.generate([prompt(p) for p in problems], params)
+    with console.doing(f"eval {name}"):
+        generations = engine.generate([prompt(p) for p in problems], params)
     answers = [
         [read(p, c) for c in g.completions] for p, g in zip(problems, generations, strict=True)
     ]

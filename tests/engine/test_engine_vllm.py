@@ -171,3 +171,31 @@ def test_sleep_releases_gpu_memory_and_wakes_with_pushed_weights(
     got, want = engine.score([sequence])[0], reference.score([sequence])[0]
     assert torch.allclose(torch.tensor(got), torch.tensor(want), atol=2e-2)
     engine.close()
+
+
+def test_in_a_console_the_engine_logs_to_the_file_and_moves_a_bar(
+    require_vllm, tiny_model_dir, smol_tokenizer, tmp_path, capfd, monkeypatch
+):
+    """An engine started and used while a console is open: vLLM's records and whatever it
+    writes to the process's descriptors land in the log; the terminal's standard error (no
+    terminal here: plain lines) gets only the bar over the completions."""
+    from selfplay import console
+    from selfplay.console import Console
+    from selfplay.engine.vllm_backend import VLLMEngine
+
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
+    log = tmp_path / "run.log"
+    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.1)
+    with Console(log), console.doing("step 1/1 solve", "answer"):
+        engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
+        try:
+            engine.generate(PROMPTS, SamplingParams(n=2, max_tokens=8, seed=0))
+        finally:
+            engine.close()
+    out, err = capfd.readouterr()
+    lines = err.splitlines()
+    assert out == "" and all(line.startswith("step 1/1 solve: ") for line in lines), err
+    assert lines[0].startswith("step 1/1 solve: 0/4") and lines[-1].startswith(
+        "step 1/1 solve: 4/4"
+    )
+    assert " INFO vllm." in log.read_text()  # vLLM's records, through the console's handler

@@ -138,18 +138,22 @@ def test_load_model_from_a_local_folder(tiny_model_dir):
 
 
 @pytest.mark.slow
-def test_prepare_the_embedded_model_once_and_generate_with_it(tmp_path, capsys):
-    """The real SmolLM2 weights: converted once through `selfplay model prepare`, reused after,
-    and they behave like a language model (English is likelier than its scrambled words, and
-    greedy decoding answers a simple question)."""
+def test_prepare_the_embedded_model_once_and_generate_with_it(tmp_path, capsys, monkeypatch):
+    """The real SmolLM2 weights: converted once through `selfplay model prepare` (a bar over its
+    phases, plain lines here), reused after, and they behave like a language model (English is
+    likelier than its scrambled words, and greedy decoding answers a simple question)."""
+    from selfplay import console
     from selfplay.cli import main
     from selfplay.engine import SamplingParams, chat
     from selfplay.engine.transformers_backend import TransformersEngine
 
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
     cache = tmp_path / "cache"
     assert main(["model", "prepare", f"cache_dir={cache}"]) == 0
     folder = cache / "SmolLM2-135M-Instruct"
-    assert str(folder) in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert str(folder) in printed.out
+    assert "preparing smollm2-135m-instruct: 2/2 " in printed.err
     weights = folder / "model.safetensors"
     stamp = weights.stat().st_mtime_ns
     assert model.prepare_embedded(cache) == folder and weights.stat().st_mtime_ns == stamp

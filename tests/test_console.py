@@ -1,0 +1,190 @@
+"""The console: the project's output on the terminal, the libraries' in the log file, and the
+bars of long phases, redrawn on a terminal and plain lines elsewhere."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import logging
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+import warnings
+from typing import get_args
+
+import pytest
+
+from selfplay import console
+from selfplay.config import LogLevel, load
+from selfplay.console import Console
+
+
+def test_the_terminal_gets_the_project_s_output_the_log_everything_else(tmp_path, capfd):
+    log = tmp_path / "run.log"
+    with Console(log):
+        print("step line")
+        print("a notice", file=sys.stderr)
+        logging.getLogger("selfplay.engine").warning("our own warning")
+        logging.getLogger("accelerate.state").info("library info")
+        logging.getLogger("vllm.v1.engine").warning("library warning")
+        warnings.warn("an old API", FutureWarning, stacklevel=1)
+        os.write(1, b"written to descriptor 1\n")
+        os.write(2, b"written to descriptor 2\n")
+        child = "import sys; print('child out'); print('child err', file=sys.stderr)"
+        subprocess.run([sys.executable, "-c", child], check=True)
+    out, err = capfd.readouterr()
+    assert "step line" in out and "a notice" in err and "our own warning" in err
+    text = log.read_text()
+    for line in (
+        "library info",
+        "library warning",
+        "an old API",
+        "written to descriptor 1",
+        "written to descriptor 2",
+        "child out",
+        "child err",
+    ):
+        assert line in text and line not in out + err, line
+
+
+def test_transformers_hands_its_records_to_the_log(tmp_path, capfd):
+    from transformers.utils import logging as hf_logging
+
+    logger = hf_logging.get_logger("transformers.modeling_utils")
+    with Console(tmp_path / "run.log"):
+        logger.warning("`use_cache=True` is incompatible")
+        assert not hf_logging.is_progress_bar_enabled()
+    out, err = capfd.readouterr()
+    assert "use_cache" in (tmp_path / "run.log").read_text() and "use_cache" not in out + err
+    assert hf_logging.is_progress_bar_enabled()  # as before the console
+
+
+def test_everything_is_put_back_when_the_console_closes(tmp_path, capfd):
+    root = logging.getLogger()
+    before = (sys.stdout, sys.stderr, list(root.handlers), root.level)
+    setting = os.environ.get("VLLM_CONFIGURE_LOGGING")
+    with Console(tmp_path / "run.log"):
+        assert os.environ["VLLM_CONFIGURE_LOGGING"] == "0"
+    assert (sys.stdout, sys.stderr, list(root.handlers), root.level) == before
+    assert os.environ.get("VLLM_CONFIGURE_LOGGING") == setting
+    os.write(1, b"on the terminal again\n")
+    logging.getLogger("vllm").warning("not in the log")
+    assert "on the terminal again" in capfd.readouterr().out
+    assert "not in the log" not in (tmp_path / "run.log").read_text()
+
+
+def test_a_level_shows_the_libraries_records_from_it(tmp_path, capfd):
+    with Console(tmp_path / "run.log", "WARNING"):
+        logging.getLogger("vllm.worker").warning("shown warning")
+        logging.getLogger("vllm.worker").info("hidden info")
+    err = capfd.readouterr().err
+    assert "shown warning" in err and "hidden info" not in err
+    assert "hidden info" in (tmp_path / "run.log").read_text()
+
+
+def test_a_crash_keeps_its_traceback_in_the_log_and_names_the_log(tmp_path):
+    log = tmp_path / "run.log"
+    with pytest.raises(RuntimeError) as info, Console(log):
+        raise RuntimeError("the store broke")
+    assert any(str(log) in note for note in info.value.__notes__)
+    assert "RuntimeError: the store broke" in log.read_text()
+
+
+def test_bars_are_plain_lines_where_standard_error_is_no_terminal(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    with Console(None), console.doing("step 1/3 solve", "answer"):
+        with console.bar(4) as bar:  # shorter than a line's interval: no line
+            bar.update(4)
+            bar.refresh()  # as vLLM does when the count reaches its requests
+        assert stream.getvalue() == ""
+        monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
+        with console.bar(4) as bar:
+            bar.update(1)
+            bar.update(3)
+    lines = stream.getvalue().split("\n")
+    assert "\r" not in stream.getvalue() and lines[-1] == ""
+    assert lines[0].startswith("step 1/3 solve: 0/4") and lines[-2].startswith(
+        "step 1/3 solve: 4/4"
+    )
+    assert "answer/s" in lines[-2]
+
+
+def test_plain_lines_go_on_while_nothing_finishes_and_end_with_one_last_line(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.2)
+    with Console(None), console.doing("eval cruxeval_o"), console.bar(3) as bar:
+        time.sleep(0.9)  # a batch whose first request has not finished yet
+        bar.update(3)
+        bar.refresh()  # as vLLM does when the count reaches its requests
+    lines = stream.getvalue().splitlines()
+    waiting = [line for line in lines if line.startswith("eval cruxeval_o: 0/3 [00:00<")]
+    assert len(waiting) >= 2, lines
+    assert [line for line in lines if "3/3" in line] == lines[-1:]
+
+
+def test_bars_are_redrawn_in_place_on_a_terminal(monkeypatch):
+    main, other = pty.openpty()
+    fcntl.ioctl(other, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100
+    terminal = open(other, "w")  # noqa: SIM115
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with Console(None), console.doing("eval cruxeval_o"), console.bar(3) as bar:
+        bar.update(2)
+        bar.refresh()  # as a redraw after its interval does
+    terminal.flush()
+    shown = b""
+    while select.select([main], [], [], 0.5)[0]:  # the terminal may pass it on in pieces
+        shown += os.read(main, 4096)
+    shown = shown.decode()
+    terminal.close()
+    os.close(main)
+    drawn = shown.split("\r")
+    assert drawn[1].startswith("eval cruxeval_o:") and "0/3" in drawn[1] and "2/3" in drawn[2]
+    assert drawn[-2].strip() == ""  # closed: its line is cleared for the step line
+
+
+def test_bars_are_silent_without_a_console_and_on_other_ranks(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
+    with console.bar(2) as bar:
+        bar.update(2)
+    with Console(None, bars=False), console.bar(2) as bar:
+        bar.update(2)
+    assert stream.getvalue() == "" and not console.showing()
+
+
+def test_the_transformers_backend_moves_the_bar_as_rows_finish(
+    monkeypatch, tiny_model, smol_tokenizer
+):
+    from selfplay.engine import SamplingParams, chat
+    from selfplay.engine.transformers_backend import TransformersEngine
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
+    engine = TransformersEngine(tiny_model, smol_tokenizer)
+    params = SamplingParams(n=2, temperature=1.0, max_tokens=6, seed=0)
+    with Console(None), console.doing("eval tiny"):
+        engine.generate([chat("hi"), chat("hello there")], params)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("eval tiny: 0/4") and lines[-1].startswith("eval tiny: 4/4")
+
+
+def test_the_config_levels_are_the_console_s_and_verbose_asks_for_info():
+    from selfplay.cli import build_parser
+    from selfplay.console import verbose_overrides
+
+    assert get_args(LogLevel) == console.LEVELS
+    args = build_parser().parse_args(["run", "--verbose", "run.steps=2"])
+    assert load(None, verbose_overrides(args)).run.log_level == "INFO"
+    args = build_parser().parse_args(["run", "--verbose", "run.log_level=DEBUG"])
+    assert load(None, verbose_overrides(args)).run.log_level == "DEBUG"
+    args = build_parser().parse_args(["run"])
+    assert load(None, verbose_overrides(args)).run.log_level == ""
