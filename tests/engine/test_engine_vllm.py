@@ -185,7 +185,9 @@ def test_in_a_console_the_engine_logs_to_the_file_and_moves_a_bar(
 
     monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
     log = tmp_path / "run.log"
-    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.1)
+    # On CPU the share is of the RAM for the whole process, less what it holds already: the
+    # module's engine may still be open, and at 0.1 nothing would be left for this one's cache.
+    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.25)
     with Console(log), console.doing("step 1/1 solve", "answer"):
         engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
         try:
