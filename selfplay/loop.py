@@ -401,6 +401,7 @@ def run(config: Config, out=None) -> Path:
 
     The run prints to `out` (default: the terminal) and keeps the libraries' output in
     `run.log` in its folder (`selfplay.console`; ranks other than 0 in `run.rank<k>.log`)."""
+    semi.labeled_paths(config)  # a bad path stops the run before its folder (and log) exist
     rank = int(os.environ.get("RANK", "0"))  # set by torchrun and accelerate for each process
     log = run_folder(config) / ("run.log" if rank == 0 else f"run.rank{rank}.log")
     with Console(log, config.run.log_level, bars=rank == 0) as terminal:
