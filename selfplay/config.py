@@ -342,7 +342,8 @@ class TrainerConfig(Checked):
     max_grad_norm: float = knob(1.0, "gradient clipping by global norm")
     mixed_precision: Literal["auto", "no", "bf16", "fp16"] = knob(
         "auto",
-        "mixed precision of the update; auto: bf16 on GPUs that have it, float32 on CPUs",
+        "mixed precision of the update; auto: bf16 on GPUs that have it, float32 on CPUs; bf16 "
+        "on a CPU without native bfloat16 (AVX512-BF16, AMX) stops the run at start",
     )
     gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
     lora: LoraConfig = section(LoraConfig, "LoRA adapters instead of full fine-tuning")

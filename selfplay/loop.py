@@ -35,12 +35,13 @@ import yaml
 
 from selfplay import semi, stages
 from selfplay.config import Config, RunConfig, to_dict
+from selfplay.config_fields import ConfigError
 from selfplay.console import Console
 from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
 from selfplay.distributed import Ranks, SharedStore
 from selfplay.engine import make_engine, resolve_backend
-from selfplay.engine.model import load_model
+from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.progress import Progress
@@ -177,8 +178,8 @@ def _save_config(config: Config, folder: Path) -> None:
 
 def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int]:
     """Build (or resume) a run; returns it and the first step to run. Rank 0 calls
-    `announce(config, folder, device, processes)` with the resolved configuration before the
-    model loads."""
+    `announce(config, folder, device, processes, precision)` with the resolved configuration
+    and the update's precision before the model loads."""
     # accelerate, the store's SQLAlchemy and the executor's RestrictedPython load only when a
     # run opens: importing the loop (for `Run`, or the CLI's help) stays quick
     from accelerate import Accelerator
@@ -206,7 +207,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     config = _resolved(config, folder)
     _check_sharding(accelerator, config)
     if announce is not None and ranks.is_main:
-        announce(config, folder, str(accelerator.device), ranks.world_size)
+        precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
+        announce(config, folder, str(accelerator.device), ranks.world_size, precision)
     if ranks.is_main:
         folder.mkdir(parents=True, exist_ok=True)
         _save_config(config, folder)
@@ -359,6 +361,13 @@ def _mixed_precision(setting: str) -> str:
     16 train tasks to 0 under it where float32 rose to 3 of 16: ask for it (`bf16`) where a
     benchmark shows it learns, as for the coder model with LoRA (recipes/cpu_learn.yaml). The
     weights, gradients and optimizer state stay float32 either way."""
+    on_cpu = not (torch.cuda.is_available() or torch.backends.mps.is_available())
+    if setting == "bf16" and on_cpu and not cpu_has_bf16():
+        raise ConfigError(
+            "trainer.mixed_precision=bf16: this CPU has no native bfloat16 (no AVX512-BF16 or "
+            "AMX), so every bfloat16 matmul would be emulated, far slower than float32; set "
+            "trainer.mixed_precision=auto (float32 here)"
+        )
     if setting != "auto":
         return setting
     if torch.cuda.is_available():
@@ -401,7 +410,9 @@ def run(config: Config, out=None) -> Path:
 
     The run prints to `out` (default: the terminal) and keeps the libraries' output in
     `run.log` in its folder (`selfplay.console`; ranks other than 0 in `run.rank<k>.log`)."""
-    semi.labeled_paths(config)  # a bad path stops the run before its folder (and log) exist
+    # a bad labeled path or a precision the CPU lacks stops the run before its folder exists
+    semi.labeled_paths(config)
+    _mixed_precision(config.trainer.mixed_precision)
     rank = int(os.environ.get("RANK", "0"))  # set by torchrun and accelerate for each process
     log = run_folder(config) / ("run.log" if rank == 0 else f"run.rank{rank}.log")
     with Console(log, config.run.log_level, bars=rank == 0) as terminal:

@@ -34,11 +34,16 @@ class Progress:
         self.current = 0
         self.history: list[dict] = []
 
-    def banner(self, config, folder: Path, device: str = "cpu", processes: int = 1) -> None:
-        """The run's size, before the model loads (as nanochat and cleanrl print theirs)."""
+    def banner(
+        self, config, folder: Path, device: str = "cpu", processes: int = 1, precision: str = ""
+    ) -> None:
+        """The run's size, before the model loads (as nanochat and cleanrl print theirs), and
+        the precision of its update (`precision`: float32, bf16 or fp16 autocast)."""
         sp, gen = config.selfplay, config.generation
         kinds = ", ".join(sp.task_types)
         where = f"on {device}" + (f", {processes} processes" if processes > 1 else "")
+        if precision:
+            where += f", update in {precision}" + ("" if precision == "float32" else " autocast")
         lines = [
             f"selfplay run {config.curriculum.run}: {_count(config.run.steps, 'step')}, "
             f"folder {folder}",

@@ -30,11 +30,12 @@ def test_the_banner_gives_the_run_s_size_and_where_its_output_goes():
         ],
     )
     out = io.StringIO()
-    Progress(out, 3, Path("store/demo/run.log")).banner(config, Path("store/demo"), "cpu", 1)
+    progress = Progress(out, 3, Path("store/demo/run.log"))
+    progress.banner(config, Path("store/demo"), "cpu", 1, "float32")
     text = out.getvalue()
     for part in (
         "selfplay run demo: 3 steps, folder store/demo",
-        "model smollm2-135m-instruct on cpu, generation with vllm",
+        "model smollm2-135m-instruct on cpu, update in float32, generation with vllm",
         "proposals per step: 4 prompts x 1 for each of deduction, abduction",
         "answers per step: 4 to each new task, 2 to each of 6 pool tasks; at most 256 tokens",
         "cruxeval (first 800 problems) before the first step, every 5 steps, after the last",
@@ -75,3 +76,24 @@ def test_an_evaluation_line_and_the_stage_labels_the_bars():
     context = contextvars.copy_context()  # the label stays in there
     context.run(progress.stage, "solve")
     assert context[console.activity] == ("step 3/20 solve", "answer")
+
+
+def test_bf16_on_a_cpu_without_it_stops_the_run_before_its_folder_exists(tmp_path, monkeypatch):
+    """An explicit bf16 where the CPU would emulate it is refused with the key to change; auto
+    is float32 on a CPU; bf16 where the CPU has it is kept."""
+    import pytest
+
+    from selfplay import loop
+    from selfplay.config_fields import ConfigError
+
+    monkeypatch.setattr(loop.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(loop.torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(loop, "cpu_has_bf16", lambda: False)
+    folder = tmp_path / "run"
+    config = load(None, [f"run.folder={folder}", "trainer.mixed_precision=bf16"])
+    with pytest.raises(ConfigError, match=r"no native bfloat16.*trainer.mixed_precision=auto"):
+        loop.run(config)
+    assert not folder.exists()
+    assert loop._mixed_precision("auto") == "no"
+    monkeypatch.setattr(loop, "cpu_has_bf16", lambda: True)
+    assert loop._mixed_precision("bf16") == "bf16"
