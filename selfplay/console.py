@@ -205,22 +205,28 @@ class Console:
     # -- capture --------------------------------------------------------------------------------
 
     def _capture(self) -> None:
+        # what can fail comes before the redirection, so that a failure leaves nothing changed;
+        # transformers sets up its handler now, on the streams of before the console, which it
+        # gets back when the console closes
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        _configure_libraries()
+        logfd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         self._saved_fds = (os.dup(1), os.dup(2))
         self._saved_streams = (sys.stdout, sys.stderr)
         self.out = _terminal(self._saved_fds[0], sys.stdout)
         self.err = _terminal(self._saved_fds[1], sys.stderr)
-        logfd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(logfd, 1)
         os.dup2(logfd, 2)
         os.close(logfd)
         sys.stdout, sys.stderr = self.out, self.err
         self._saved_env = os.environ.get("VLLM_CONFIGURE_LOGGING")
         os.environ["VLLM_CONFIGURE_LOGGING"] = "0"
-        if "vllm.envs" in sys.modules:  # an engine started before cached vLLM's environment
-            sys.modules["vllm.envs"].disable_envs_cache()
+        # an engine started before cached vLLM's environment (older versions do not cache it)
+        envs = sys.modules.get("vllm.envs")
+        if (forget := getattr(envs, "disable_envs_cache", None)) is not None:
+            forget()
         self._capture_logging()
 
     def _capture_logging(self) -> None:
@@ -237,7 +243,6 @@ class Console:
         root.setLevel(min(floor, root.level) if root.level else floor)
         root.addHandler(self._file)
         root.addHandler(self._shown)
-        _configure_libraries()
         self._own = {}
         for name in _OWN_HANDLERS:
             logger = logging.getLogger(name)

@@ -422,6 +422,7 @@ def run(config: Config, out=None) -> Path:
 def _run(config: Config, out, log: Path) -> Path:
     progress = Progress(out, config.run.steps, log)
     state, start = open_run(config, announce=progress.banner)
+    progress.current = start - 1  # a resumed run's bars name its steps
     cfg = state.config
     main = state.ranks.is_main
     checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints)

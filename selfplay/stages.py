@@ -269,7 +269,8 @@ def _kept_out(run: Run, validated: tuple[Validated, ...], step: int) -> dict[int
 def _induction_repeats(run: Run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     """Induction tasks that add nothing on their program, by proposal index: the same set of
     inputs as a pooled induction task on it or an earlier one of the step (`repeat:inputs`:
-    the message aside, the solver must write the same function from the same pairs), or a
+    the message aside, the solver must write the same function, checked on the same inputs;
+    in another order it is shown other pairs of them, which is not counted as new), or a
     program that holds `curriculum.induction_per_program` of them already (`repeat:program`).
     Only tasks of earlier steps count from the pool, so a resumed run replays its lost step
     as that run played it."""

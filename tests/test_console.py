@@ -188,3 +188,25 @@ def test_the_config_levels_are_the_console_s_and_verbose_asks_for_info():
     assert load(None, verbose_overrides(args)).run.log_level == "DEBUG"
     args = build_parser().parse_args(["run"])
     assert load(None, verbose_overrides(args)).run.log_level == ""
+
+
+def test_transformers_logs_to_the_terminal_after_a_console_that_set_it_up(tmp_path, capfd):
+    """transformers makes its handler the first time it logs: made inside a console, it must
+    not keep the console's stream, which is closed when the console closes."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging._reset_library_root_logger()  # as before transformers first logs in a process
+    with Console(tmp_path / "run.log"):
+        hf_logging.get_logger("transformers").info("inside")
+    hf_logging.get_logger("transformers").warning("after the console")
+    _, err = capfd.readouterr()
+    assert "after the console" in err and "Logging error" not in err, err
+
+
+def test_a_console_that_cannot_open_its_log_changes_nothing(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    streams = (sys.stdout, sys.stderr)
+    with pytest.raises(OSError), Console(blocker / "run.log"):
+        pass
+    assert (sys.stdout, sys.stderr) == streams

@@ -252,12 +252,13 @@ def resolve(cfg: ModelConfig) -> str:
 
 
 def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX; Linux only)."""
+    """Whether this CPU computes bfloat16 natively (x86: AVX512-BF16 or AMX; Arm: the `bf16`
+    feature; Linux only)."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
         return False
-    return bool(re.search(r"\b(avx512_bf16|amx_bf16)\b", flags))
+    return bool(re.search(r"\b(avx512_bf16|amx_bf16|bf16)\b", flags))
 
 
 def torch_dtype(name: str):

@@ -75,12 +75,15 @@ def report_command(args: argparse.Namespace) -> int:
         from selfplay.eval import figures  # matplotlib: loaded for this command only
 
         out = Path(args.figures) if args.figures else None
-        if args.compare is None:
-            folder = Path(args.folder)
-            rows, _ = read_metrics(folder / "metrics.jsonl")
-            written, notes = figures.run_figures(folder, result, rows, out or folder / "report")
-        else:
-            written, notes = figures.compare_figures(result, out)
+        try:
+            if args.compare is None:
+                folder = Path(args.folder)
+                rows, _ = read_metrics(folder / "metrics.jsonl")
+                written, notes = figures.run_figures(folder, result, rows, out or folder / "report")
+            else:
+                written, notes = figures.compare_figures(result, out)
+        except Exception as err:  # a read-only folder, a pool it cannot open: the table stays
+            written, notes = [], [f"the figures failed ({type(err).__name__}: {err})"]
         result["figures"] = [str(path) for path in written]
         result["figures_skipped"] = notes
     print(json.dumps(result, indent=2) if args.json else render(result))
