@@ -39,13 +39,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from selfplay import distributed
+from selfplay import distributed, new_work
 from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
-from selfplay.proposer.canonical import canonical_program
 from selfplay.proposer.complexity import too_simple
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
@@ -208,7 +207,7 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     """The valid tasks into the pool; each proposal with its task's pool id and why it is no
     new work, if it is not (see `Stored`).
 
-    Four kinds stay out of the pool (`_kept_out`): a copy of a reference shown in its prompt
+    Four kinds stay out of the pool (`new_work.kept_out`): a copy of a reference shown in its prompt
     (copies of the seed would otherwise become the next step's references and solver tasks,
     and the pool would never leave the seed: measured, a zero-data run whose 43 tasks were all
     the identity function); a benchmark's program (`run.benchmarks`); and, unless
@@ -216,8 +215,8 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     output does not move with its input), which teaches the solver to copy rather than to
     trace (measured: 56% of a run's valid proposals were copies, most of its new tasks
     identity-like one-liners); and an induction task that adds nothing on its program
-    (`_induction_repeats`)."""
-    kept_out = _kept_out(run, validated, step)
+    (`new_work.induction_repeats`)."""
+    kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())
     if fresh:
@@ -227,7 +226,7 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
         ]
         records = [verification_record(v.verdicts, run.executor.isolation) for v in fresh]
         result = run.store.add_tasks([v.task for v in fresh], provenance, records)
-        placed = zip(result.ids, result.added, _duplicates(run, result, step), strict=True)
+        placed = zip(result.ids, result.added, new_work.duplicates(run, result, step), strict=True)
     stored = []
     for k, v in enumerate(validated):
         if v.task is None:
@@ -238,90 +237,6 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
             task_id, added, repeat = next(placed)
             stored.append(Stored(v, task_id, added, "repeat" if repeat else ""))
     return tuple(stored)
-
-
-def _kept_out(run: Run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:
-    """Why each valid proposal that stays out of the pool does: `copy`,
-    `contaminated:<benchmark>`, `trivial:<why>` or `repeat:<why>` (first that applies), by
-    proposal index. An induction task's program was given to the proposer, not written by it:
-    never a copy or a benchmark's program."""
-    valid = {k: v for k, v in enumerate(validated) if v.task is not None}
-    shown = _reference_programs(run, list(valid.values()))
-    why: dict[int, str] = {}
-    for k, v in valid.items():
-        if _copies(v, shown):
-            why[k] = "copy"
-        elif v.task.type != "induction" and (benchmark := run.benchmarks.match(v.task.program)):
-            why[k] = f"contaminated:{benchmark}"
-    if not run.config.curriculum.keep_trivial:
-        rest = [k for k in valid if k not in why]
-        tasks = [valid[k].task for k in rest]
-        found = run.ranks.map(lambda part, _: trivial_reasons(run.executor, part), tasks)
-        why.update(
-            {k: f"trivial:{reason}" for k, reason in zip(rest, found, strict=True) if reason}
-        )
-    induction = {k: v.task for k, v in valid.items() if k not in why and v.task.type == "induction"}
-    if induction:
-        why.update(_induction_repeats(run, induction, step))
-    return why
-
-
-def _induction_repeats(run: Run, tasks: dict[int, Task], step: int) -> dict[int, str]:
-    """Induction tasks that add nothing on their program, by proposal index: the same set of
-    inputs as a pooled induction task on it or an earlier one of the step (`repeat:inputs`:
-    the message aside, the solver must write the same function, checked on the same inputs;
-    in another order it is shown other pairs of them, which is not counted as new), or a
-    program that holds `curriculum.induction_per_program` of them already (`repeat:program`).
-    Only tasks of earlier steps count from the pool, so a resumed run replays its lost step
-    as that run played it."""
-    cap = run.config.curriculum.induction_per_program
-    held = run.store.induction_inputs(sorted({t.program for t in tasks.values()}), step)
-    why: dict[int, str] = {}
-    for k, task in tasks.items():
-        inputs, pooled = frozenset(task.inputs), held[task.program]
-        if inputs in pooled:
-            why[k] = "repeat:inputs"
-        elif cap and len(pooled) >= cap:
-            why[k] = "repeat:program"
-        else:
-            pooled.append(inputs)
-    return why
-
-
-def _duplicates(run: Run, result, step: int) -> list[bool]:
-    """Which stored proposals are no new work: their task is not the step's own (the pool
-    held it before, or an earlier proposal of the step made it).
-
-    A proposed task that the pool holds from this very step is the step's own: a resumed run
-    replays the step whose tasks its lost run added, and must reward them as that run did."""
-    held = sorted({i for i, added in zip(result.ids, result.added, strict=True) if not added})
-    pooled = run.store.get(held) if held else []
-    replayed = {
-        t.id for t in pooled if t.provenance.origin == "proposed" and t.provenance.step == step
-    }
-    own = replayed | {i for i, added in zip(result.ids, result.added, strict=True) if added}
-    seen: set[int] = set()
-    flags = []
-    for task_id in result.ids:
-        flags.append(task_id not in own or task_id in seen)
-        seen.add(task_id)
-    return flags
-
-
-def _reference_programs(run: Run, valid: list[Validated]) -> dict[int, str]:
-    """The normalised programs of the references shown to the proposals in `valid`."""
-    ids = sorted({i for v in valid for i in v.proposed.references})
-    return {t.id: canonical_program(t.task.program) for t in run.store.get(ids)} if ids else {}
-
-
-def _copies(validated: Validated, shown: dict[int, str]) -> bool:
-    """Whether the task's program is one of its prompt's references up to comments, layout,
-    the names it binds and repeated definitions (`canonical_program`). An induction task's
-    program was given to the proposer, not written by it."""
-    if validated.task.type == "induction":
-        return False
-    program = canonical_program(validated.task.program)
-    return any(shown[i] == program for i in validated.proposed.references)
 
 
 def sample(run: Run, step: int):
