@@ -283,6 +283,11 @@ class SelfPlayConfig(Checked):
     seed_identity: bool = knob(
         True, "start an empty pool with AZR's one seed task, the identity function"
     )
+    seed_proposals: int = knob(
+        0,
+        "before the first step, proposals sampled per proposer prompt (no training) whose new, "
+        "non-trivial tasks seed the pool, as AZR fills its buffers (0: off; selfplay.self_seed)",
+    )
     train_roles: tuple[Role, ...] = knob(
         ("propose", "solve"), "roles whose rollouts train the model"
     )
@@ -293,6 +298,8 @@ class SelfPlayConfig(Checked):
         positive(
             self, "proposals", "proposal_samples", "attempts", "solver_tasks", "solver_samples"
         )
+        if self.seed_proposals < 0:
+            raise ConfigError("selfplay.seed_proposals: 0 (off) or more")
 
 
 #: the estimators of `selfplay.trainer.advantages.ESTIMATORS` (a test keeps them equal)

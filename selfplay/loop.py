@@ -45,6 +45,7 @@ from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.progress import Progress
+from selfplay.self_seed import seed_from_model
 from selfplay.step import StageTimer, step_metrics
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.kl_control import KLControl
@@ -445,8 +446,14 @@ def _run(config: Config, out, log: Path) -> Path:
             progress.note(f"already finished: {cfg.run.steps} steps done")
         elif start > 1:
             progress.note(f"resumed from the checkpoint of step {start - 1}")
-        if start == 1 and cfg.run.eval_every and main:
-            logger.log(0, _evaluate(state, 0, progress))
+        if start == 1:
+            before = seed_from_model(state)  # on every rank: generation is shared
+            if before:
+                progress.seeded(before)
+            if cfg.run.eval_every and main:
+                before.update(_evaluate(state, 0, progress))
+            if before and main:
+                logger.log(0, before)
         for step in range(start, cfg.run.steps + 1):
             metrics = run_step(state, step)
             metrics["run/world_size"] = float(state.ranks.world_size)

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from selfplay import console
 
 # what a stage's bars count
-_UNITS = {"propose": "proposal", "solve": "answer"}
+_UNITS = {"propose": "proposal", "seed": "proposal", "solve": "answer"}
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -54,6 +54,13 @@ class Progress:
             f"{sp.solver_tasks} pool tasks; at most {gen.max_new_tokens} tokens each",
             f"  evaluation: {_evaluations(config.run)}",
         ]
+        if sp.seed_proposals:
+            lines.insert(
+                2,
+                f"  before the first step: the pool seeded from {sp.proposals} prompts x "
+                f"{sp.seed_proposals} for each of "
+                f"{', '.join(t for t in sp.task_types if t != 'induction')} (no training)",
+            )
         if self.log is not None:
             lines.append(f"  the libraries' output (vLLM, transformers, torch): {self.log}")
         self.note("\n".join(lines))
@@ -61,11 +68,23 @@ class Progress:
     def stage(self, name: str) -> None:
         """A stage of the next step starts: it labels the bars of its long phases."""
         label = f"step {self.current + 1}/{self.steps} {name}"
+        if name == "seed":  # before the first step (`selfplay.self_seed`)
+            label = "seeding the pool"
         console.activity.set((label, _UNITS.get(name, "sample")))
 
     def note(self, text: str) -> None:
         self.out.write(text + "\n")
         self.out.flush()
+
+    def seeded(self, m: dict) -> None:
+        """One line for the pool's seeding from the model's proposals (`selfplay.self_seed`)."""
+        counts = ("seed/proposals", "seed/valid", "seed/added")
+        out = [f"{k.split('/')[1]} {int(v)}" for k, v in m.items() if k not in counts]
+        self.note(
+            f"seeded the pool: {int(m['seed/added'])} new tasks from {int(m['seed/valid'])} valid"
+            f" of {int(m['seed/proposals'])} proposals"
+            + (f" (no new work: {', '.join(out)})" if out else "")
+        )
 
     def evaluation(self, step: int, metrics: dict, seconds: float) -> None:
         """One line per evaluation: pass@1 of each benchmark's subsets, and how long it took."""

@@ -453,3 +453,52 @@ def test_programs_below_the_statement_floor_are_refused_unrun(make_run, shares):
     rewards = [r.reward for r in rollouts if r.role == "propose"]
     assert rewards[1] == rewards[3] == run.config.reward.proposer_invalid
     assert len(run.store) == 3  # the seed and the two tasks above the floor
+
+
+class ScriptedProposer:
+    """Answers every proposer prompt with `texts` (as many as the request's `n`) and records
+    what it was asked."""
+
+    tokenizer = None
+
+    def __init__(self, texts):
+        self.texts, self.asked = texts, []
+
+    def generate(self, prompts, params):
+        self.asked.append((len(prompts), params.n))
+        completions = tuple(
+            Completion(t, (1, 2), (-0.1, -0.2), "stop") for t in self.texts[: params.n]
+        )
+        return [Generation((3, 4), completions) for _ in prompts]
+
+
+def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(make_run):
+    """`selfplay.seed_proposals` samples per prompt at step 0: copies of the seed and trivial
+    tasks stay out, a new program enters once; nothing is asked when the key is 0."""
+    from selfplay.self_seed import seed_from_model
+
+    fence = "<answer>\n```python\n{}\n\nf({})\n```\n</answer>"
+    texts = [
+        fence.format(SORTED, "[2, 1]"),  # a copy of the seed, the reference shown
+        fence.format("def f(a):\n    b = a\n    return b", "'x'"),  # the identity: trivial
+        fence.format(REVERSED, "'abc'"),  # new work
+        fence.format(REVERSED, "'xyz'"),  # the same program again, another input
+        "I like turtles.",
+    ]
+    run, _ = make_run(["selfplay.seed_proposals=5", "selfplay.proposals=1"])
+    run.engine = ScriptedProposer(texts)
+    metrics = seed_from_model(run)
+    assert run.engine.asked == [(2, 5)]  # one prompt per task type, five samples each
+    assert metrics["seed/proposals"] == 10 and metrics["seed/valid"] == 8
+    assert metrics["seed/copy"] == 2 and metrics["seed/trivial"] == 2
+    pooled = [t.task for t in run.store.get(run.store.index["id"].tolist())]
+    assert sorted({t.program for t in pooled}) == sorted({SORTED, REVERSED})
+    assert metrics["seed/added"] == len(pooled) - 1  # the seed was there before
+    assert all(t.provenance.step == 0 for t in run.store.get(run.store.index["id"].tolist()))
+
+    again = seed_from_model(run)  # a restart before the first checkpoint adds nothing new
+    assert again["seed/added"] == 0 and len(run.store) == len(pooled)
+
+    off, _ = make_run()
+    off.engine = ScriptedProposer(texts)
+    assert seed_from_model(off) == {} and off.engine.asked == []
