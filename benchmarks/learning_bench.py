@@ -15,7 +15,7 @@ reward, update and sync stages of a self-play step run as `selfplay run` runs th
 proposer's stages are skipped; the train roles are the solver's only).
 
 The family's level (`--level`): `easy` (one operation, default) or `standard` (two or three).
-The issue asks for a family on which the model's greedy held-out base accuracy is between 0.1
+A family is wanted on which the model's greedy held-out base accuracy is between 0.1
 and 0.6. The solver is asked without thinking and its reply is prefilled with the answer's
 opening (`roles.think=false roles.prefill=true`, the bench's defaults): SmolLM2-135M, asked
 plainly, restates the program instead of answering and about half its answers cannot be read
@@ -26,15 +26,8 @@ strings without quotes, echoes the layout's `<value>`. Qwen2.5-Coder-0.5B answer
 the standard level's held-out items (prefilled; 0.075 of 80 without), inside the band, every
 answer readable: the standard level is the coder's family.
 
-Measured with `--quick` (SmolLM2, vLLM, 2-core CPU, nothing else running): held-out 0.085 ->
-0.285 (delta 0.2, 40 items gained, 0 lost, McNemar p = 1.8e-12) in 24 steps of 64 answers,
-8 minutes; every trained answer parsed (0.745 before). 12 steps gave 0.085 -> 0.17 (delta
-0.085, p = 1.5e-5) once the deduction prompt stopped listing the value types, which SmolLM2
-had written back as answers: under that prompt only 0.605 of its answers parsed at first, and
-12 steps took it from 0.06 to 0.215, much of it by learning to write a value at all. The
-coder model with LoRA (rank 16, alpha 32, the second command; prompts shared in the update,
-bf16 autocast) on the standard level: 0.135 -> 0.29 (delta 0.155, 41 gained, 10 lost, p =
-1.5e-5) in 12 minutes at lr 1.5e-4; at lr 5e-5 it moved less, 0.135 -> 0.175 (p = 0.19).
+What it measured with `--quick` and with the coder model (the second command), with dates and
+commits: docs/results.md, "The trainer's acceptance test".
 
 Prints one JSON line per phase (base, each step, trained) and a last summary line with `model`,
 `family`, `heldout_n`, `base_accuracy`, `trained_accuracy`, `delta`, `p_value` (exact McNemar

@@ -357,11 +357,11 @@ def _set_threads(setting: int, ranks: Ranks) -> None:
 
 def _mixed_precision(setting: str) -> str:
     """auto: bf16 autocast on a GPU that has it, float32 on a CPU. On a CPU that computes
-    bfloat16 natively (AVX512-BF16) bf16 made the update 1.2x faster, but the learning
-    benchmark's reduced run of SmolLM2 (full fine-tuning, 8 x 8 answers a step) fell from 1 of
-    16 train tasks to 0 under it where float32 rose to 3 of 16: ask for it (`bf16`) where a
-    benchmark shows it learns, as for the coder model with LoRA (recipes/cpu_learn.yaml). The
-    weights, gradients and optimizer state stay float32 either way."""
+    bfloat16 natively (AVX512-BF16) bf16 made the update faster, but the learning benchmark's
+    reduced run of SmolLM2 (full fine-tuning) failed under it where float32 passed
+    (docs/results.md): ask for it (`bf16`) where a benchmark shows it learns, as for the coder
+    model with LoRA (recipes/cpu_learn.yaml). The weights, gradients and optimizer state stay
+    float32 either way."""
     on_cpu = not (torch.cuda.is_available() or torch.backends.mps.is_available())
     if setting == "bf16" and on_cpu and not cpu_has_bf16():
         raise ConfigError(

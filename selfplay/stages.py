@@ -156,8 +156,8 @@ def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every choice of
     inputs makes a trivial task, which the proposer, not having written it, cannot help. So
     are programs that already have `curriculum.induction_per_program` induction tasks: drawn
-    by the frontier, a few programs would otherwise take the pool (measured: 34 of a run's 36
-    pooled tasks at step 20 were induction tasks on 2 programs, told apart by their message)."""
+    by the frontier, a few programs would otherwise take the pool (as they did in a measured
+    run, docs/results.md: induction tasks on 2 programs, told apart by their message)."""
     tasks = [t.task for t in run.store.sample(n, step, types=_PROGRAM_TYPES, salt=salt).tasks]
     if tasks and not run.config.curriculum.keep_trivial:
         tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
@@ -209,12 +209,11 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
 
     Four kinds stay out of the pool (`new_work.kept_out`): a copy of a reference shown in its prompt
     (copies of the seed would otherwise become the next step's references and solver tasks,
-    and the pool would never leave the seed: measured, a zero-data run whose 43 tasks were all
-    the identity function); a benchmark's program (`run.benchmarks`); and, unless
+    and the pool would never leave the seed, as in a zero-data run of docs/results.md); a
+    benchmark's program (`run.benchmarks`); and, unless
     `curriculum.keep_trivial`, a trivial task (`selfplay.trivial`: copying answers it, or its
     output does not move with its input), which teaches the solver to copy rather than to
-    trace (measured: 56% of a run's valid proposals were copies, most of its new tasks
-    identity-like one-liners); and an induction task that adds nothing on its program
+    trace (docs/results.md); and an induction task that adds nothing on its program
     (`new_work.induction_repeats`)."""
     kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]

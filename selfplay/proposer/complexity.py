@@ -12,11 +12,11 @@ which earn 0 where a copy earns the duplicate penalty, and so carry the group's 
 advantage while teaching the solver no tracing. The count is a floor on length, not a measure
 of difficulty: a dense one-line comprehension is refused, and padding passes.
 
-Off by default, as measured: from AZR's identity seed alone (`recipes/cpu_learn.yaml` with
-`roles.min_statements=3`), the coder wrote no valid deduction or abduction task in 4 steps.
-24 of its 32 proposals were the identity function again, 7 could not be read, and with every
-readable proposal at the same penalty the proposer had no gradient towards longer programs:
-the one-line variants that lead away from the seed are refused too. A floor needs references
+Off by default, as measured (docs/results.md): from AZR's identity seed alone
+(`recipes/cpu_learn.yaml` with `roles.min_statements=3`), the coder wrote no valid deduction or
+abduction task in its first steps, and with every readable proposal at the same penalty the
+proposer had no gradient towards longer programs: the one-line variants that lead away from
+the seed are refused too. A floor needs references
 that already show longer programs (a seeded pool), or a penalty graded by the count.
 """
 

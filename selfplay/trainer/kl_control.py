@@ -14,8 +14,8 @@ step's log-probabilities are taken before its optimizer step, with one mini-batc
 first step, so the coefficient first moves down.
 
 The controller guards against the collapse a self-play run falls into: as the policy drifts
-its token entropy falls and its proposals turn into copies (measured without a KL term:
-entropy 0.71 -> 0.1 and held-out scores falling back after step 20). It also watches the
+its token entropy falls and its proposals turn into copies (observed without a KL term:
+docs/results.md). It also watches the
 entropy: while the step's mean token entropy (`update/entropy`) is below
 `trainer.entropy_floor`, the error is taken as +20%, whatever the KL, so the coefficient rises
 until the policy is pulled back toward the initial model. The horizon counts steps (verl

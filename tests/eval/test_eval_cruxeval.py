@@ -87,7 +87,7 @@ def test_gold_answers_score_one_and_wrong_ones_zero(executor):
 def test_the_copy_answer_is_judged_as_the_evaluation_judges(executor):
     """`trivial` is what the copy answer gets from the judge: on CRUXEval-O the single input
     given as the output (several arguments: never), on CRUXEval-I the output given as the
-    input. Counted on all 800 problems, as the figures in the README say."""
+    input. Counted on all 800 problems, as docs/results.md says."""
     problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"))
     assert len(problems) == 800
     assert sum(p.output_trivial for p in problems) == 68
