@@ -4,8 +4,9 @@ A run's terminal used to fill with what vLLM, transformers and torch print (engi
 NUMA binding, weight-sync warnings at every step, deprecations), and a long phase printed
 nothing at all. While a console is open (`Console`, a context manager):
 
-* `sys.stdout` and `sys.stderr` write to the terminal the command started with, so what the
-  project prints (its step lines, notices, a crash's traceback) shows there;
+* `sys.stdout` and `sys.stderr` write where they wrote when the console opened (the terminal,
+  or the stream a caller put there: a notebook's, pytest's capture, a `StringIO`), so what
+  the project prints (its step lines, notices, a crash's traceback) shows there;
 * file descriptors 1 and 2 write to the log file (`run.log` in a run folder), so whatever writes
   to them directly lands there: torch's C++ warnings, an engine in a child process, the
   sandbox workers' error output;
@@ -215,8 +216,8 @@ class Console:
             stream.flush()
         self._saved_fds = (os.dup(1), os.dup(2))
         self._saved_streams = (sys.stdout, sys.stderr)
-        self.out = _terminal(self._saved_fds[0], sys.stdout)
-        self.err = _terminal(self._saved_fds[1], sys.stderr)
+        self.out = _terminal(sys.stdout, 1)
+        self.err = _terminal(sys.stderr, 2)
         os.dup2(logfd, 1)
         os.dup2(logfd, 2)
         os.close(logfd)
@@ -273,16 +274,26 @@ class Console:
         for stream in (self.out, self.err):
             stream.flush()
         sys.stdout, sys.stderr = self._saved_streams
-        os.dup2(self._saved_fds[0], 1)
-        os.dup2(self._saved_fds[1], 2)
-        for stream in (self.out, self.err):
-            stream.close()  # closes the saved descriptors too
+        for fd, saved in zip((1, 2), self._saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+        for stream, before in zip((self.out, self.err), self._saved_streams):
+            if stream is not before:
+                stream.close()
 
 
-def _terminal(fd: int, like) -> object:
-    """A line-buffered text stream on descriptor `fd`, in the encoding of the stream `like`."""
-    encoding = getattr(like, "encoding", None) or "utf-8"
-    return open(fd, "w", buffering=1, encoding=encoding, errors="backslashreplace")  # noqa: SIM115
+def _terminal(stream, fd: int):
+    """Where `stream` (`sys.stdout` on descriptor 1, `sys.stderr` on 2) writes while the console
+    sends descriptor `fd` to the log: `stream` itself, unless it writes to `fd`; then a
+    line-buffered stream on a copy of `fd`, in `stream`'s encoding."""
+    try:
+        own = stream.fileno() == fd
+    except (AttributeError, OSError, ValueError):  # a StringIO, a notebook's stream
+        own = False
+    if not own:
+        return stream
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return open(os.dup(fd), "w", buffering=1, encoding=encoding, errors="backslashreplace")  # noqa: SIM115
 
 
 def _configure_libraries() -> None:

@@ -210,3 +210,36 @@ def test_a_console_that_cannot_open_its_log_changes_nothing(tmp_path):
     with pytest.raises(OSError), Console(blocker / "run.log"):
         pass
     assert (sys.stdout, sys.stderr) == streams
+
+
+def test_the_terminal_is_where_the_caller_s_streams_pointed(tmp_path, monkeypatch):
+    """A caller that replaced `sys.stdout` and `sys.stderr` (a notebook, pytest's capsys, a
+    program that keeps what it prints) gets the console's terminal output in them."""
+    out, err = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    with Console(tmp_path / "run.log") as terminal:
+        print("step line")
+        print("a notice", file=sys.stderr)
+        logging.getLogger("selfplay.engine").warning("our own warning")
+        assert (terminal.out, terminal.err) == (out, err)
+    assert (sys.stdout, sys.stderr) == (out, err) and not out.closed and not err.closed
+    assert out.getvalue() == "step line\n"
+    assert err.getvalue() == "a notice\nour own warning\n"
+
+
+def test_a_command_s_own_streams_stay_on_its_terminal(tmp_path):
+    """`sys.stdout` and `sys.stderr` on descriptors 1 and 2 (a command as it starts) keep
+    writing to them as they were, while what writes to the descriptors goes to the log."""
+    script = (
+        "import os, sys\n"
+        "from selfplay.console import Console\n"
+        f"with Console({str(tmp_path / 'run.log')!r}):\n"
+        "    print('step line'); print('a notice', file=sys.stderr)\n"
+        "    os.write(1, b'descriptor 1\\n'); os.write(2, b'descriptor 2\\n')\n"
+        "print('after')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "step line\nafter\n" and done.stderr == "a notice\n"
+    assert (tmp_path / "run.log").read_text() == "descriptor 1\ndescriptor 2\n"
