@@ -118,9 +118,11 @@ class _Bar(tqdm):
         self.beat = beat
         self.begun = self.drawn = time.monotonic()
         self.stopped = threading.Event()
+        self.beating: threading.Thread | None = None
         super().__init__(*args, **kwargs)
         if beat > 0 and not self.disable:
-            threading.Thread(target=self._heartbeat, daemon=True).start()
+            self.beating = threading.Thread(target=self._heartbeat, daemon=True)
+            self.beating.start()
 
     def display(self, msg=None, pos=None):
         self.drawn = time.monotonic()
@@ -133,6 +135,8 @@ class _Bar(tqdm):
 
     def close(self):
         self.stopped.set()
+        if self.beating is not None:
+            self.beating.join()  # no redraw after the close
         super().close()
 
 
