@@ -51,6 +51,9 @@ __all__ = ["LEVELS", "LINE_EVERY_S", "Console", "activity", "bar", "doing", "sho
 LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR")
 LINE_EVERY_S = 30.0  # a plain line at most this often, and at least while a phase lasts
 REDRAW_EVERY_S = 1.0  # a bar on a terminal is drawn again at least this often
+#: the bars' clock (their intervals, redraws and elapsed times): tqdm's, so that a tqdm monitor
+#: thread that other bars started agrees with them; tests give the bars one they move by hand
+clock = time.time
 
 #: what the bars made now are about, with their unit
 activity: ContextVar[tuple[str, str]] = ContextVar("activity", default=("", "sample"))
@@ -112,26 +115,37 @@ def bar(total: int | None, unit: str | None = None) -> tqdm:
 class _Bar(tqdm):
     """A tqdm bar that is drawn again when it has not been for `beat` seconds, also while
     nothing finishes: a batch of vLLM requests can run for minutes before its first one ends,
-    and the elapsed time that moves on is then the sign of life (tqdm draws on updates only)."""
+    and the elapsed time that moves on is then the sign of life (tqdm draws on updates only).
+    A thread of its own calls `heartbeat` several times a `beat` until the bar closes. All its
+    timing, tqdm's included, reads `clock`."""
+
+    monitor_interval = 0  # tqdm's monitor thread: the heartbeat draws stale bars instead
 
     def __init__(self, *args, beat: float, **kwargs):
         self.beat = beat
-        self.begun = self.drawn = time.monotonic()
+        self.clock = clock
+        self.begun = self.drawn = self.clock()
         self.stopped = threading.Event()
         self.beating: threading.Thread | None = None
         super().__init__(*args, **kwargs)
+        self._time = self.clock  # tqdm's elapsed time, rate, delay and intervals
+        self.start_t = self.last_print_t = self.begun
         if beat > 0 and not self.disable:
-            self.beating = threading.Thread(target=self._heartbeat, daemon=True)
+            self.beating = threading.Thread(target=self._beat, daemon=True)
             self.beating.start()
 
     def display(self, msg=None, pos=None):
-        self.drawn = time.monotonic()
+        self.drawn = self.clock()
         return super().display(msg, pos)
 
-    def _heartbeat(self) -> None:
+    def heartbeat(self) -> None:
+        """Draw the bar again if it has not been drawn for `beat` seconds."""
+        if self.clock() - self.drawn >= self.beat:
+            self.refresh()
+
+    def _beat(self) -> None:
         while not self.stopped.wait(self.beat / 4):
-            if time.monotonic() - self.drawn >= self.beat:
-                self.refresh()
+            self.heartbeat()
 
     def close(self):
         self.stopped.set()
@@ -150,13 +164,13 @@ class _Lines(_Bar):
     def display(self, msg=None, pos=None):
         if msg is not None:  # a request to clear the line, which a plain line never needs
             return False
-        if self.shown is None and time.monotonic() - self.begun < self.beat:
+        if self.shown is None and self.clock() - self.begun < self.beat:
             return False  # a phase shorter than a line's interval needs none (vLLM refreshes)
-        if self.n == self.shown and time.monotonic() - self.drawn < self.beat:
+        if self.n == self.shown and self.clock() - self.drawn < self.beat:
             return False  # the line just written says it (a refresh after an update)
         self.fp.write(f"{self}\n")
         self.fp.flush()
-        self.drawn, self.shown = time.monotonic(), self.n
+        self.drawn, self.shown = self.clock(), self.n
         return True
 
     def close(self):

@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import termios
-import time
 import warnings
 from typing import get_args
 
@@ -95,13 +94,32 @@ def test_a_crash_keeps_its_traceback_in_the_log_and_names_the_log(tmp_path):
     assert "RuntimeError: the store broke" in log.read_text()
 
 
-def test_bars_are_plain_lines_where_standard_error_is_no_terminal(monkeypatch):
+class _Clock:
+    """The bars' clock in a test: time moves only when the test moves it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
+    clock = _Clock()
+    monkeypatch.setattr(console, "clock", clock)
+    return clock
+
+
+def test_bars_are_plain_lines_where_standard_error_is_no_terminal(monkeypatch, clock):
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
     with Console(None), console.doing("step 1/3 solve", "answer"):
         with console.bar(4) as bar:  # shorter than a line's interval: no line
+            clock.now += console.LINE_EVERY_S - 1
             bar.update(4)
             bar.refresh()  # as vLLM does when the count reaches its requests
+            bar.heartbeat()  # as its thread does
         assert stream.getvalue() == ""
         monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
         with console.bar(4) as bar:
@@ -115,28 +133,38 @@ def test_bars_are_plain_lines_where_standard_error_is_no_terminal(monkeypatch):
     assert "answer/s" in lines[-2]
 
 
-def test_plain_lines_go_on_while_nothing_finishes_and_end_with_one_last_line(monkeypatch):
+def test_plain_lines_go_on_while_nothing_finishes_and_end_with_one_last_line(monkeypatch, clock):
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
-    monkeypatch.setattr(console, "LINE_EVERY_S", 0.2)
+    every = console.LINE_EVERY_S
     with Console(None), console.doing("eval cruxeval_o"), console.bar(3) as bar:
-        time.sleep(0.9)  # a batch whose first request has not finished yet
+        for _ in range(3):  # a batch whose first request has not finished yet
+            clock.now += every / 2
+            bar.heartbeat()  # as the bar's thread does, several times an interval
+            clock.now += every / 2
+            bar.heartbeat()
+        clock.now += 1
         bar.update(3)
         bar.refresh()  # as vLLM does when the count reaches its requests
     lines = stream.getvalue().splitlines()
-    waiting = [line for line in lines if line.startswith("eval cruxeval_o: 0/3 [00:00<")]
-    assert len(waiting) >= 2, lines
-    assert [line for line in lines if "3/3" in line] == lines[-1:]
+    assert [line.split("<")[0] for line in lines] == [
+        "eval cruxeval_o: 0/3 [00:30",
+        "eval cruxeval_o: 0/3 [01:00",
+        "eval cruxeval_o: 0/3 [01:30",
+        "eval cruxeval_o: 3/3 [01:31",
+    ], lines
 
 
-def test_bars_are_redrawn_in_place_on_a_terminal(monkeypatch):
+def test_bars_are_redrawn_in_place_on_a_terminal(monkeypatch, clock):
     main, other = pty.openpty()
     fcntl.ioctl(other, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 24 x 100
     terminal = open(other, "w")  # noqa: SIM115
     monkeypatch.setattr(sys, "stderr", terminal)
     with Console(None), console.doing("eval cruxeval_o"), console.bar(3) as bar:
         bar.update(2)
-        bar.refresh()  # as a redraw after its interval does
+        bar.refresh()  # as vLLM does
+        clock.now += console.REDRAW_EVERY_S
+        bar.heartbeat()  # nothing moved on for a while: drawn again, its elapsed time moved
     terminal.flush()
     shown = b""
     while select.select([main], [], [], 0.5)[0]:  # the terminal may pass it on in pieces
@@ -145,7 +173,8 @@ def test_bars_are_redrawn_in_place_on_a_terminal(monkeypatch):
     terminal.close()
     os.close(main)
     drawn = shown.split("\r")
-    assert drawn[1].startswith("eval cruxeval_o:") and "0/3" in drawn[1] and "2/3" in drawn[2]
+    assert drawn[1].startswith("eval cruxeval_o:") and "0/3" in drawn[1], drawn
+    assert "2/3 [00:00<" in drawn[2] and "2/3 [00:01<" in drawn[3], drawn
     assert drawn[-2].strip() == ""  # closed: its line is cleared for the step line
 
 
