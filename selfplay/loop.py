@@ -39,7 +39,7 @@ from selfplay.config_fields import ConfigError
 from selfplay.console import Console
 from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
-from selfplay.distributed import Ranks, SharedStore
+from selfplay.distributed import Ranks, SharedStore, launch_rank
 from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
@@ -413,7 +413,7 @@ def run(config: Config, out=None) -> Path:
     # a bad labeled path or a precision the CPU lacks stops the run before its folder exists
     semi.labeled_paths(config)
     _mixed_precision(config.trainer.mixed_precision)
-    rank = int(os.environ.get("RANK", "0"))  # set by torchrun and accelerate for each process
+    rank = launch_rank()
     log = run_folder(config) / ("run.log" if rank == 0 else f"run.rank{rank}.log")
     with Console(log, config.run.log_level, bars=rank == 0) as terminal:
         return _run(config, out or terminal.out, log)
