@@ -17,7 +17,15 @@ nothing at all. While a console is open (`Console`, a context manager):
   and hand their records on like any other library's; transformers' progress bars are off;
 * Python warnings are log records (`logging.captureWarnings`), so they go to the log file;
 * an exception that leaves the console carries a note naming the log file, which Python prints
-  under its traceback.
+  under its traceback (and the CLI under its one-line error).
+
+A command that fails before it wrote anything but the log (a model name that does not load, a
+configuration error found late) leaves no empty shell of a folder behind: where the console
+made the log's folder itself and, when the exception leaves it, the folder holds nothing but
+the log, the log's last `TAIL_LINES` lines are printed on the terminal's standard error, then
+the log and the folders the console made are removed, and the exception's note says so. A
+folder that was there before, or that holds anything else (a run's config.yaml, its pool),
+is kept with its log, whatever happens.
 
 An engine core that vLLM starts in a child process (`engine.vllm_in_process=false`) does not
 set up its logging either: its warnings and errors reach the log file through descriptor 2,
@@ -51,6 +59,7 @@ __all__ = ["LEVELS", "LINE_EVERY_S", "Console", "activity", "bar", "doing", "sho
 LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR")
 LINE_EVERY_S = 30.0  # a plain line at most this often, and at least while a phase lasts
 REDRAW_EVERY_S = 1.0  # a bar on a terminal is drawn again at least this often
+TAIL_LINES = 20  # the lines of a removed log that are shown on the terminal
 #: the bars' clock (their intervals, redraws and elapsed times): tqdm's, so that a tqdm monitor
 #: thread that other bars started agrees with them; tests give the bars one they move by hand
 clock = time.time
@@ -216,10 +225,47 @@ class Console:
         _open.remove(self)
         if self.log is None:
             return
+        if error is not None and self._log_alone():
+            self._show_tail()
+            self._release()
+            self._remove()
+            error.add_note(
+                f"({self.log.parent} held only the libraries' log, shown above: both are removed)"
+            )
+            return
         if isinstance(error, Exception):
             self._file.stream.write("".join(traceback.format_exception(error)))
             error.add_note(f"(the libraries' log up to this error: {self.log})")
         self._release()
+
+    # -- a failure that wrote nothing but the log -----------------------------------------------
+
+    def _log_alone(self) -> bool:
+        """Whether the console made the log's folder and it holds nothing but the log."""
+        folder = self.log.parent
+        return self._made is not None and [p.name for p in folder.iterdir()] == [self.log.name]
+
+    def _show_tail(self) -> None:
+        self._file.flush()
+        lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if not any(line.strip() for line in lines):
+            self.err.write(f"(the libraries' log {self.log} is empty)\n")
+            return
+        shown = lines[-TAIL_LINES:]
+        part = "" if len(shown) == len(lines) else f", its last {len(shown)} of {len(lines)} lines"
+        self.err.write(f"the libraries' log {self.log}{part}:\n")
+        self.err.write("".join(f"  {line}\n" for line in shown))
+
+    def _remove(self) -> None:
+        """The log, then its folder and those above it up to the first the console made."""
+        self.log.unlink()
+        for folder in (self.log.parent, *self.log.parent.parents):
+            try:
+                folder.rmdir()
+            except OSError:  # something else appeared in it meanwhile
+                return
+            if folder == self._made:
+                return
 
     # -- capture --------------------------------------------------------------------------------
 
@@ -227,6 +273,8 @@ class Console:
         # what can fail comes before the redirection, so that a failure leaves nothing changed;
         # transformers sets up its handler now, on the streams of before the console, which it
         # gets back when the console closes
+        missing = [f for f in (self.log.parent, *self.log.parent.parents) if not f.exists()]
+        self._made = missing[-1] if missing else None  # the outermost folder the console makes
         self.log.parent.mkdir(parents=True, exist_ok=True)
         _configure_libraries()
         logfd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

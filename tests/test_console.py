@@ -272,3 +272,35 @@ def test_a_command_s_own_streams_stay_on_its_terminal(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout == "step line\nafter\n" and done.stderr == "a notice\n"
     assert (tmp_path / "run.log").read_text() == "descriptor 1\ndescriptor 2\n"
+
+
+def test_a_failure_removes_the_folder_the_console_made_for_its_log_alone(tmp_path, capsys):
+    """A command that fails before it wrote anything but the log leaves no folder behind; the
+    log's last lines are on the terminal instead, and a note says what became of them."""
+    folder = tmp_path / "store" / "demo"
+    with pytest.raises(OSError) as info, Console(folder / "run.log"):
+        os.write(2, b"loading the weights\n")
+        logging.getLogger("transformers").warning("no such model")
+        raise OSError("smollm-x is no model name")
+    assert not (tmp_path / "store").exists()
+    err = capsys.readouterr().err
+    assert "loading the weights" in err and "no such model" in err
+    assert err.index("loading the weights") < err.index("no such model")
+    assert any(f"{folder} held only" in note for note in info.value.__notes__)
+
+
+def test_a_failure_keeps_a_folder_that_was_there_or_holds_more_than_the_log(tmp_path):
+    there = tmp_path / "resumed"
+    there.mkdir()
+    with pytest.raises(RuntimeError), Console(there / "run.log"):
+        raise RuntimeError("the store broke")
+    assert "the store broke" in (there / "run.log").read_text()
+    new = tmp_path / "new"
+    with pytest.raises(RuntimeError) as info, Console(new / "run.log"):
+        (new / "config.yaml").write_text("run: {}\n")
+        raise RuntimeError("the engine did not start")
+    assert "the engine did not start" in (new / "run.log").read_text()
+    assert any(str(new / "run.log") in note for note in info.value.__notes__)
+    with Console(tmp_path / "done" / "run.log"):  # a command that succeeds keeps its log
+        pass
+    assert (tmp_path / "done" / "run.log").exists()
