@@ -3,6 +3,8 @@
 A run is one process or N (accelerate with DDP or FSDP, torchrun, several machines). The
 stages read the same either way; this module is the one place that knows about ranks:
 
+  * `launch_rank` is this process's rank as its launcher set it, for what has to know it before
+    the process group exists (the run's log file, which rank shows progress bars).
   * `Ranks` says who this process is and moves picklable records between processes
     (gather in rank order, broadcast from rank 0); with one process both are no-ops.
   * `Ranks.map` cuts a list of work into `shares` strided parts, runs the parts this rank
@@ -28,6 +30,7 @@ which raise too, rather than waiting for a result that never comes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,14 +38,32 @@ from typing import Any
 from selfplay.engine.base import Generation, SamplingParams, derive_seed
 
 __all__ = [
+    "RANK_VARIABLES",
     "Ranks",
     "SharedStore",
     "RankFailed",
     "generate",
+    "launch_rank",
     "share_bounds",
     "share_of",
     "share_seed",
 ]
+
+
+# where launchers put a process's rank, in the order they are read: the global rank of torchrun,
+# accelerate and DeepSpeed (the one torch.distributed reads), of MPICH and Intel MPI, of Open
+# MPI (the first three in accelerate's order), of Slurm's srun; last the rank on this machine,
+# which a launcher of one machine may set alone
+RANK_VARIABLES = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "LOCAL_RANK")
+
+
+def launch_rank() -> int:
+    """This process's rank as its launcher set it (the first of `RANK_VARIABLES` that is set
+    and not empty), before a process group exists; 0 without a launcher."""
+    for name in RANK_VARIABLES:
+        if value := os.environ.get(name):
+            return int(value)
+    return 0
 
 
 class RankFailed(RuntimeError):

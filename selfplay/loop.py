@@ -39,7 +39,7 @@ from selfplay.config_fields import ConfigError
 from selfplay.console import Console
 from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
-from selfplay.distributed import Ranks, SharedStore
+from selfplay.distributed import Ranks, SharedStore, launch_rank
 from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
@@ -210,9 +210,6 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     if announce is not None and ranks.is_main:
         precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
         announce(config, folder, str(accelerator.device), ranks.world_size, precision)
-    if ranks.is_main:
-        folder.mkdir(parents=True, exist_ok=True)
-        _save_config(config, folder)
     set_seed(config.run.seed)
     model, tokenizer, source = load_model(
         replace(config.model, dtype="float32"), str(accelerator.device)
@@ -227,6 +224,11 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     warmup = max(1, t.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    # the first of the run in its folder, once the model has loaded: a run that fails before
+    # leaves nothing there but its log, and no folder (`selfplay.console`)
+    if ranks.is_main:
+        folder.mkdir(parents=True, exist_ok=True)
+        _save_config(config, folder)
     executor = Executor(config.executor)
     local = None
     if ranks.is_main:
@@ -410,11 +412,14 @@ def run(config: Config, out=None) -> Path:
     """Run (or resume) the configured number of steps; returns the run folder.
 
     The run prints to `out` (default: the terminal) and keeps the libraries' output in
-    `run.log` in its folder (`selfplay.console`; ranks other than 0 in `run.rank<k>.log`)."""
+    `run.log` in its folder (`selfplay.console`; ranks other than 0 in `run.rank<k>.log`).
+    A run that fails before it wrote anything there but that log (its model does not load)
+    leaves no folder: the log's last lines are printed on the terminal and it is removed; a
+    folder that was there before (a run resumed) is kept as it is."""
     # a bad labeled path or a precision the CPU lacks stops the run before its folder exists
     semi.labeled_paths(config)
     _mixed_precision(config.trainer.mixed_precision)
-    rank = int(os.environ.get("RANK", "0"))  # set by torchrun and accelerate for each process
+    rank = launch_rank()
     log = run_folder(config) / ("run.log" if rank == 0 else f"run.rank{rank}.log")
     with Console(log, config.run.log_level, bars=rank == 0) as terminal:
         return _run(config, out or terminal.out, log)

@@ -275,3 +275,21 @@ def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
         json.loads((folder / "checkpoints" / "step-000004" / "checkpoint.json").read_text())["step"]
         == 4
     )
+
+
+def test_a_run_that_fails_before_writing_anything_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    """A model that cannot load (a bad name) stops the run after its log was opened but before
+    anything of the run was written: its folder is removed, and the terminal says why."""
+    from selfplay import loop
+
+    def no_model(*_, **__):
+        raise OSError("smollm-x is not a local folder and not a model name")
+
+    monkeypatch.setattr(loop, "load_model", no_model)
+    folder = tmp_path / "store" / "demo"
+    config = load(None, [f"run.folder={folder}", "model.name=smollm-x"])
+    with pytest.raises(OSError, match="smollm-x") as info:
+        run(config)
+    assert not folder.exists()
+    assert any(f"{folder} held only" in note for note in info.value.__notes__)
+    assert f"folder {folder}" in capsys.readouterr().out  # the banner came before
