@@ -35,7 +35,7 @@ import yaml
 
 from selfplay import semi, stages
 from selfplay.config import Config, RunConfig, to_dict
-from selfplay.config_fields import ConfigError
+from selfplay.config.fields import ConfigError
 from selfplay.console import Console
 from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms

@@ -84,7 +84,7 @@ def test_bf16_on_a_cpu_without_it_stops_the_run_before_its_folder_exists(tmp_pat
     import pytest
 
     from selfplay import loop
-    from selfplay.config_fields import ConfigError
+    from selfplay.config.fields import ConfigError
 
     monkeypatch.setattr(loop.torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(loop.torch.backends.mps, "is_available", lambda: False)

@@ -1,6 +1,6 @@
 """The machinery of the configuration: documented fields, mapping <-> dataclass, overrides.
 
-`selfplay/config.py` declares the sections and their fields; this module turns recipes and
+`selfplay/config/` declares the sections and their fields; this module turns recipes and
 `a.b=value` overrides into those frozen dataclasses (refusing unknown keys, wrong types and
 bad values with the dotted name of the field) and back into plain data.
 
