@@ -1,7 +1,7 @@
 """The nine stages of a step, one function each, in data-flow order (see `loop.run_step`).
 
-Each stage takes the run and the frozen records of the stages before it and returns new
-records (`selfplay.types`); none changes a record it was given.
+Each stage takes the run (`selfplay.runs.Run`) and the frozen records of the stages before it
+and returns new records (`selfplay.types`); none changes a record it was given.
 
 stage     returns     what it does
 propose   Proposed    the model writes tasks: per task type, prompts with K references from the
@@ -69,7 +69,7 @@ from selfplay.types import (
 )
 
 if TYPE_CHECKING:
-    from selfplay.loop import Run
+    from selfplay.runs import Run
 
 _PROGRAM_TYPES = ("deduction", "abduction")
 

@@ -23,7 +23,8 @@ from sqlalchemy import func, select
 
 from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.loop import _resolved, open_run, run, run_step
+from selfplay.loop import run, run_step
+from selfplay.runs import _resolved, open_run
 from selfplay.trainer.metrics import read_metrics
 from selfplay.types import Task
 
@@ -164,7 +165,7 @@ def test_two_steps(tmp_path, formatted_model_dir):
     assert attempts >= 3  # the seeded tasks were attempted and recorded
     assert len(state.store) > len(SEEDS)  # the seeds and new tasks
     assert sum(m["propose/new_tasks"] for m in metrics) > 0
-    from selfplay.loop import close_run
+    from selfplay.runs import close_run
 
     close_run(state)
 

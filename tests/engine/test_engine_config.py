@@ -73,7 +73,7 @@ def test_a_recipe_asking_for_constrained_generation_runs_unconstrained_without_v
 ):
     from selfplay.config import load
     from selfplay.engine import vllm_backend
-    from selfplay.loop import _resolved
+    from selfplay.runs import _resolved
 
     constrained = ["generation.constrained_proposals=true", "generation.constrained_answers=true"]
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)

@@ -90,7 +90,7 @@ def test_adapters_train_under_gradient_checkpointing():
     """Frozen embeddings give the checkpointed layers no input that requires a gradient,
     which reentrant checkpointing (transformers 4's default) needs; the adapters still get
     gradients."""
-    from selfplay.loop import _with_adapters
+    from selfplay.runs import _with_adapters
 
     model = tiny_model()
     model.gradient_checkpointing_enable()
@@ -122,7 +122,8 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
     from selfplay.eval.commands import resolve_model
-    from selfplay.loop import _resolved, close_run, open_run, run
+    from selfplay.loop import run
+    from selfplay.runs import _resolved, close_run, open_run
     from selfplay.trainer.checkpoint import Checkpoints
     from tests.test_loop import overrides, seed_pool
 
