@@ -149,6 +149,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
 
     from selfplay.curriculum import TaskStore
     from selfplay.executor import Executor
+    from selfplay.semi.selection import select
 
     labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
     t = config.trainer
@@ -196,6 +197,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
             config.curriculum,
             run_config=to_dict(config),
             answers=config.selfplay.solver_samples,
+            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
         )
     store = SharedStore(local, ranks)
     start, saved = 1, {}

@@ -21,12 +21,14 @@ state, after the database transaction that it mirrors has committed.
 
 Labeled tasks (origin `labeled`) fill `curriculum.labeled_ratio` of each drawn batch when the
 pool has any; with `curriculum.selection=trapo`, unlabeled tasks whose learning trajectory
-does not follow the labeled ones' are not drawn (`selection.py`).
+does not follow the labeled ones' are not drawn. That judgement is `selfplay.semi`'s: whoever
+opens the store hands it in (`selector`, e.g. `selfplay.semi.selection.select`); the store keeps
+the trajectories it judges (`trajectories.py`) and applies its verdict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from sqlalchemy import select
@@ -47,15 +49,26 @@ from selfplay.curriculum.records import (
     TaskAttempts,
 )
 from selfplay.curriculum.schema import Ability, Attempt, RunRow
-from selfplay.semi import selection as trapo
-from selfplay.semi.trajectories import TrajectoryWindow
+from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
 from selfplay.types import Task, TaskType
+
+#: judges the unlabeled tasks: (config, trajectories, which rows are labeled, step) -> a selection
+#: with `rejected` (ids not to draw), `metrics()` and `records()` (`selfplay.semi.selection`)
+Select = Callable[[CurriculumConfig, Trajectories, np.ndarray, int], object]
 
 
 class TaskStore:
     """The task pool of one run; see the module docstring. Use `TaskStore.open`."""
 
-    def __init__(self, engine, run_id: int, run: str, config: CurriculumConfig, answers: int):
+    def __init__(
+        self,
+        engine,
+        run_id: int,
+        run: str,
+        config: CurriculumConfig,
+        answers: int,
+        selector: Select | None = None,
+    ):
         self.engine = engine
         self.run_id = run_id
         self.run = run
@@ -67,7 +80,8 @@ class TaskStore:
         self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
         self._checkpointer = database.checkpointer(engine, config)
         self.trajectories = TrajectoryWindow(config.trapo_window)
-        self._selection_cache: tuple[tuple, trapo.Selection] | None = None
+        self._select = selector
+        self._selection_cache: tuple[tuple, object] | None = None
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -81,6 +95,7 @@ class TaskStore:
         create: bool = True,
         run_config: dict | None = None,
         answers: int = SelfPlayConfig.solver_samples,
+        selector: Select | None = None,
     ) -> TaskStore:
         """Open (creating or migrating as needed) the pool of `run` in `store`.
 
@@ -88,7 +103,8 @@ class TaskStore:
         defaults to `config.run`. With `create=False` a missing run is an error. A new run
         keeps `run_config` (the resolved configuration, as plain data) for provenance.
         `answers` is how many answers a drawn task gets, `selfplay.solver_samples`: the
-        sampler's `azr` shape weighs tasks by it.
+        sampler's `azr` shape weighs tasks by it. `selector` judges unlabeled tasks by their
+        trajectories (`selection`; `sample` applies it when `config.selection` is trapo).
         """
         config = config or CurriculumConfig()
         run = run or config.run
@@ -99,7 +115,7 @@ class TaskStore:
         except BaseException:
             engine.dispose()
             raise
-        self = cls(engine, run_id, run, config, answers)
+        self = cls(engine, run_id, run, config, answers, selector)
         if rebuild:
             replay.rebuild_estimates(engine, run_id, config)
         self.reload()
@@ -353,17 +369,22 @@ class TaskStore:
         recent_in = [_members(g, recent) for g in groups]
         return sampler.draw(self.config, n, weights, groups, recent_in, rng)
 
-    def selection(self, step: int | None = None) -> trapo.Selection:
-        """The TraPO judgement at `step` of every unlabeled task with answers in the last
-        `trapo_window` steps (see `selection.py`); computed whatever `curriculum.selection`
-        says, which decides only whether `sample` applies it."""
+    def selection(self, step: int | None = None):
+        """The judgement at `step` (by the `selector` the store was opened with) of every
+        unlabeled task with answers in the last `trapo_window` steps; computed whatever
+        `curriculum.selection` says, which decides only whether `sample` applies it."""
+        if self._select is None:
+            raise ValueError(
+                "this pool was opened without a selection of unlabeled tasks: open it with "
+                "TaskStore.open(..., selector=selfplay.semi.selection.select)"
+            )
         step = self.last_step if step is None else step
         key = (step, self.trajectories.version)
         if self._selection_cache is not None and self._selection_cache[0] == key:
             return self._selection_cache[1]
         traj = self.trajectories.matrix(step)
         origin = self.index["origin"][self.index.positions(traj.ids)]
-        chosen = trapo.select(self.config, traj, origin == ORIGINS.index("labeled"), step)
+        chosen = self._select(self.config, traj, origin == ORIGINS.index("labeled"), step)
         self._selection_cache = (key, chosen)
         return chosen
 
