@@ -131,7 +131,8 @@ def test_selection_decides_what_is_drawn_and_survives_reopening(store_url, trapo
     assert np.array_equal(reread.ids, chosen.ids)
     assert np.allclose(reread.similarity, chosen.similarity, equal_nan=True)
     # without selection (the baseline) the same pool draws rejected tasks too
-    again.config = replace(trapo_config, selection="none")
+    again.close()
+    again = TaskStore.open(path, "sim", replace(trapo_config, selection="none"))
     drawn = {t.id for s in range(60) for t in again.sample(16, STEPS, salt=s).tasks}
     assert drawn & rejected
     again.close()
