@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
 from selfplay.config.curriculum import LEARNABILITY_SHAPES, CurriculumConfig, LearnabilityShape
 from selfplay.config.fields import (
@@ -210,7 +210,6 @@ class GenerationConfig(Checked):
     )
     top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
-    samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")
     constrained_proposals: bool = knob(
         False,
         "keep proposals inside their layout (a regex per task type; vLLM structured output, "
@@ -222,8 +221,13 @@ class GenerationConfig(Checked):
         "type, selfplay/solver/layout.py; vLLM structured output, refused by transformers)",
     )
 
+    ignored: ClassVar[dict[str, str]] = {
+        "samples": "every stage sets its own count (selfplay.proposal_samples, "
+        "selfplay.attempts, selfplay.solver_samples)"
+    }
+
     def check(self) -> None:
-        positive(self, "max_new_tokens", "samples")
+        positive(self, "max_new_tokens")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
 
