@@ -277,7 +277,8 @@ def _reference(model):
     """The initial policy, frozen, for the KL penalty: a LoRA model's base with its adapters
     disabled, else a copy of the initial weights. A resumed run gets the weights the run
     started from again (the model folder it names), not the checkpoint."""
-    from selfplay.trainer.lora import AdapterlessReference, is_lora
+    from selfplay.engine.weights import is_lora
+    from selfplay.trainer.lora import AdapterlessReference
 
     if is_lora(model):
         return AdapterlessReference(model)

@@ -8,7 +8,8 @@ imports) and transformers (the fallback, generating with the training model itse
     engine.load_weights(model)       # after each update
 
 Modules: `base` (records, protocol), `template` (chat -> prompt ids), `model` (the embedded
-default model and loading), `transformers_backend`, `vllm_backend`, `commands` (CLI).
+default model and loading), `weights` (what an engine loads: a LoRA model's weights merged),
+`transformers_backend`, `vllm_backend`, `commands` (CLI).
 """
 
 from __future__ import annotations

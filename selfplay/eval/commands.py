@@ -15,7 +15,7 @@ from pathlib import Path
 from selfplay import config as config_module
 from selfplay.config import EVAL_BENCHMARKS
 from selfplay.console import Console, add_verbose, verbose_overrides
-from selfplay.datasets.files import DataError
+from selfplay.files import DataError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

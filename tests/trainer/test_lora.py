@@ -9,7 +9,8 @@ import torch
 from accelerate import Accelerator
 
 from selfplay.config import ConfigError, LoraConfig, TrainerConfig, load
-from selfplay.trainer.lora import AdapterlessReference, is_lora, merged_weights, wrap
+from selfplay.engine.weights import is_lora, merged_weights
+from selfplay.trainer.lora import AdapterlessReference, wrap
 from selfplay.trainer.update import collate, policy_update, token_logprobs
 from tests.trainer.test_trainer_update import rollouts, tiny_model
 
