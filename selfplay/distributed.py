@@ -260,23 +260,34 @@ class SharedStore:
     def __init__(self, store, ranks: Ranks):
         if ranks.is_main and store is None:
             raise ValueError("rank 0 must hold the task store")
-        self.local = store
-        self.ranks = ranks
+        self._local = store
+        self._ranks = ranks
+
+    @property
+    def local(self):
+        """The `TaskStore` itself on rank 0, None elsewhere."""
+        return self._local
+
+    @property
+    def ranks(self) -> Ranks:
+        return self._ranks
 
     def __getattr__(self, name: str):
+        if name in ("_local", "_ranks"):  # not set yet (say, while unpickling)
+            raise AttributeError(name)
         if name in SharedStore._COLLECTIVE:
 
             def call(*args, **kwargs):
-                return self.ranks.on_main(lambda: getattr(self.local, name)(*args, **kwargs))
+                return self._ranks.on_main(lambda: getattr(self._local, name)(*args, **kwargs))
 
             return call
-        if self.local is None:
+        if self._local is None:
             raise AttributeError(f"the task store's {name!r} exists on rank 0 only")
-        return getattr(self.local, name)
+        return getattr(self._local, name)
 
     def __len__(self) -> int:
-        return self.ranks.on_main(lambda: len(self.local))
+        return self._ranks.on_main(lambda: len(self._local))
 
     def close(self) -> None:
-        if self.local is not None:
-            self.local.close()
+        if self._local is not None:
+            self._local.close()

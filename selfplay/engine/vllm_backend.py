@@ -35,7 +35,7 @@ from selfplay import console
 from selfplay.config import EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams, derive_seed
 from selfplay.engine.template import prompt_ids
-from selfplay.trainer.lora import engine_weights
+from selfplay.engine.weights import engine_weights
 
 __all__ = ["VLLMEngine", "vllm_available"]
 
