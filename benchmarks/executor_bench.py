@@ -1,10 +1,12 @@
 """Executor speed: validations and verifications per second against two baselines, in one run.
 
     python benchmarks/executor_bench.py --data ../shared/data/cruxeval/cruxeval.jsonl
+    python benchmarks/executor_bench.py --data ... --azr PATH/Absolute-Zero-Reasoner
 
 Prints one JSON object per measurement; the last line is the summary with the keys
 `validations_per_s`, `verifications_per_s`, `subprocess_baseline_validations_per_s` and
-`inprocess_validations_per_s`.
+`inprocess_validations_per_s`; with `--azr`, also `azr_validations_per_s` and
+`validation_ratio_to_azr`.
 
 Validation: the CRUXEval programs with literal inputs, each with its two isolated runs (two
 hash seeds). Every pass appends a unique comment to each program, so no compiled program is
@@ -14,7 +16,18 @@ Baselines, same tasks, same machine, same run:
   * subprocess: a fresh `python -c` per run (two runs per validation, different hash seeds);
     measured on a sample, it is that slow;
   * in-process: plain `exec` twice in this process, no policy and no isolation: the unsafe
-    upper bound.
+    upper bound;
+  * AZR (with `--azr DIR`, a copy of LeapLabTHU/Absolute-Zero-Reasoner; nothing of it is part
+    of this project): its `PythonExecutor` on the same programs and inputs, each pass with the
+    same unique comments. Two ways of calling it: `azr_batch`, one `batch_apply` of every
+    task's determinism snippet (`CHECK_DETERMINISM_TEMPLATE`: the program, then `f(input)`
+    twice, compared) over a pebble pool of as many processes as this executor has workers,
+    which is its fastest; and `azr_check_all`, `check_all` one task at a time (banned imports,
+    syntax, the snippet), as AZR's trainer calls it. `azr_validations_per_s` is the faster of
+    the two. AZR runs each program with plain `exec` in a pool process, no policy and no
+    isolation. Its executor needs `pebble` and `timeout-decorator` (and `numpy`, `regex`,
+    `python-dateutil`, `tqdm`), which this project does not depend on: install them by hand
+    for the benchmark (`pip install pebble timeout-decorator`).
 
 Verification, a step-shaped workload: every task has 8 answers, about half right, the wrong
 ones half failing at once and half running into the time limit:
@@ -30,6 +43,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -92,6 +107,62 @@ def bench_inprocess(tasks: list[dict], passes: int) -> dict:
     count = passes * len(tasks)
     return {"metric": "inprocess_baseline", "validations": count, "seconds": elapsed,
             "validations_per_s": count / elapsed}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# AZR's executor (benchmark only: imported from a copy the user names, nothing of it vendored)
+
+#: `azr.data_selection_strategy.banned_words` of AZR's trainer configuration.
+AZR_BANNED_WORDS = """logging random multiprocessing pebble subprocess threading datetime time
+    hashlib hmac bcrypt os.sys os.path sys.exit os.environ calendar""".split()
+
+
+def azr_executor_class(azr: Path):
+    sys.path.insert(0, str(azr.resolve()))
+    from absolute_zero_reasoner.utils.code_utils import python_executor, templates
+
+    return python_executor.PythonExecutor, templates.CHECK_DETERMINISM_TEMPLATE
+
+
+def bench_azr_batch(azr: Path, tasks: list[dict], passes: int, workers: int) -> dict:
+    """AZR's executor at its fastest: one `batch_apply` of every task's determinism snippet
+    (the program, `f(input)` twice and a comparison) over a pool of `workers` processes."""
+    executor_class, template = azr_executor_class(azr)
+    executor = executor_class(timeout_length=10, ast_check=True, max_workers=workers)
+    total, valid, elapsed = 0, 0, 0.0
+    with contextlib.redirect_stderr(io.StringIO()):  # its progress bar
+        executor.batch_apply([template.format(code=t["code"], inputs=t["input"]) for t in tasks])
+        for p in range(passes):
+            snippets = [
+                template.format(code=f"{t['code']}\n# pass {p} task {i}\n", inputs=t["input"])
+                for i, t in enumerate(tasks)
+            ]
+            start = time.perf_counter()
+            results = executor.batch_apply(snippets)
+            elapsed += time.perf_counter() - start
+            total += len(snippets)
+            valid += sum("error" not in status.lower() for _, status in results)
+    executor.cleanup()
+    return {"metric": "azr_batch", "workers": workers, "validations": total, "valid": valid,
+            "seconds": elapsed, "validations_per_s": total / elapsed}  # fmt: skip
+
+
+def bench_azr_check_all(azr: Path, tasks: list[dict]) -> dict:
+    """AZR's executor as its trainer calls it: `check_all` (banned imports, syntax, the
+    determinism snippet) one task at a time, one pass."""
+    executor_class, _ = azr_executor_class(azr)
+    executor = executor_class(timeout_length=10, ast_check=True, max_workers=1)
+    executor.check_all(tasks[0]["code"], tasks[0]["input"], AZR_BANNED_WORDS)
+    valid = 0
+    start = time.perf_counter()
+    for i, t in enumerate(tasks):
+        program = f"{t['code']}\n# pass 0 task {i}\n"
+        ok, _ = executor.check_all(program, t["input"], AZR_BANNED_WORDS, check_determinism=True)
+        valid += ok
+    elapsed = time.perf_counter() - start
+    executor.cleanup()
+    return {"metric": "azr_check_all", "validations": len(tasks), "valid": valid,
+            "seconds": elapsed, "validations_per_s": len(tasks) / elapsed}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,6 +244,9 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="validation passes over the tasks")
     parser.add_argument("--subprocess-sample", type=int, default=100)
     parser.add_argument("--tasks", type=int, default=400, help="tasks per verification type")
+    parser.add_argument(
+        "--azr", type=Path, help="a copy of LeapLabTHU/Absolute-Zero-Reasoner: run its executor too"
+    )
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="executor overrides")
     args = parser.parse_args()
     from selfplay.config import load
@@ -191,6 +265,12 @@ def main() -> None:
         emit(subprocess_baseline)
         inprocess = bench_inprocess(tasks, args.passes)
         emit(inprocess)
+        azr = []
+        if args.azr:
+            azr.append(bench_azr_batch(args.azr, tasks, args.passes, executor.pool.size))
+            emit(azr[-1])
+            azr.append(bench_azr_check_all(args.azr, tasks))
+            emit(azr[-1])
         verification = bench_verification(
             executor, verification_items(executor, tasks[: args.tasks])
         )
@@ -198,7 +278,7 @@ def main() -> None:
             emit(row)
     answers = sum(r["answers"] for r in verification.values())
     seconds = sum(r["seconds"] for r in verification.values())
-    emit({
+    summary = {
         "validations_per_s": round(validation["validations_per_s"], 1),
         "verifications_per_s": round(answers / seconds, 1),
         "subprocess_baseline_validations_per_s": round(subprocess_baseline["validations_per_s"], 1),
@@ -209,7 +289,15 @@ def main() -> None:
         "startup_s": round(startup, 3),
         "cpu_count": os.cpu_count(),
         "verify_time_floor_s": config.verify_time_floor_s,
-    })  # fmt: skip
+    }  # fmt: skip
+    if azr:
+        fastest = max(row["validations_per_s"] for row in azr)
+        summary["azr_validations_per_s"] = round(fastest, 1)
+        summary["azr_validations_per_s_by_call"] = {
+            row["metric"]: round(row["validations_per_s"], 1) for row in azr
+        }
+        summary["validation_ratio_to_azr"] = round(validation["validations_per_s"] / fastest, 2)
+    emit(summary)
 
 
 if __name__ == "__main__":
