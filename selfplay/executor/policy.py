@@ -106,6 +106,51 @@ class SandboxTransformer(RestrictingNodeTransformer):
         self._bound_names: set[str] = set()
         self._rule: str | None = None
 
+    # -- traversal ---------------------------------------------------------------------------
+    # `ast.NodeTransformer`'s, without its per-node string building, attribute look-ups and
+    # generators (compilation is most of a validation's time on the trusted side)
+
+    _methods: dict[type, object] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+    def visit(self, node: ast.AST):
+        method = self._methods.get(type(node))
+        if method is None:
+            name = "visit_" + type(node).__name__
+            method = getattr(type(self), name, None) or type(self).generic_visit
+            self._methods[type(node)] = method
+        return method(self, node)
+
+    def node_contents_visit(self, node):
+        visit = self.visit
+        for field in node._fields:
+            try:
+                old = getattr(node, field)
+            except AttributeError:
+                continue
+            if isinstance(old, list):
+                new_values = []
+                for value in old:
+                    if isinstance(value, ast.AST):
+                        value = visit(value)
+                        if value is None:
+                            continue
+                        if not isinstance(value, ast.AST):
+                            new_values.extend(value)
+                            continue
+                    new_values.append(value)
+                old[:] = new_values
+            elif isinstance(old, ast.AST):
+                new_node = visit(old)
+                if new_node is None:
+                    delattr(node, field)
+                else:
+                    setattr(node, field, new_node)
+        return node
+
     # -- reporting ---------------------------------------------------------------------------
 
     def deny(self, node: ast.AST, rule: str, info: str) -> None:
@@ -337,19 +382,33 @@ def _assign(name: str, value: ast.expr) -> ast.Assign:
 def _bound_names(tree: ast.AST) -> set[str]:
     """Names the program binds itself (so `def f(input):` may use `input`)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif (
+    stack: list = [tree]
+    pop, extend, add = stack.pop, stack.extend, names.add
+    AST, Name, Load = ast.AST, ast.Name, ast.Load
+    while stack:  # every node, as ast.walk, without its generators
+        node = pop()
+        if isinstance(node, Name):
+            if not isinstance(node.ctx, Load):
+                add(node.id)
+            continue  # its only child is the context
+        if not isinstance(node, AST):  # names in Global, None in Dict keys, ...
+            continue
+        if (
             isinstance(node, ast.ExceptHandler)
             and node.name
             or isinstance(node, (ast.FunctionDef, ast.ClassDef))
         ):
-            names.add(node.name)
+            add(node.name)
         elif isinstance(node, ast.arg):
-            names.add(node.arg)
+            add(node.arg)
         elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.partition(".")[0])
+            add(node.asname or node.name.partition(".")[0])
+        for field in node._fields:
+            child = getattr(node, field, None)
+            if type(child) is list:
+                extend(child)
+            elif isinstance(child, AST):
+                stack.append(child)
     return names
 
 

@@ -55,7 +55,8 @@ def _judge(executor, input_text: str, a: RunResult, b: RunResult | None) -> Verd
             return Verdict(False, b.reason, input=input_text, cpu_s=cpu, detail=b.detail)
         detail = f"first run returned, second failed with {b.reason}: {b.detail}"
         return Verdict(False, "nondeterministic", input=input_text, cpu_s=cpu, detail=detail)
-    out_a, out_b = executor.recanonical(a.output), executor.recanonical(b.output)
+    out_a = executor.recanonical(a.output)
+    out_b = out_a if b.output == a.output else executor.recanonical(b.output)  # same text
     if out_a is None or out_b is None:
         return Verdict(False, "crash:protocol", input=input_text, detail="unparseable output")
     if out_a != out_b:
