@@ -74,6 +74,7 @@ _DUNDER_DEFS = SAFE_DUNDERS | _EXTRA_DUNDER_DEFS
 _CLASS_DUNDER_ASSIGNMENTS = frozenset({"__slots__", "__hash__"})
 _RP_TEMPORARY = re.compile(r"_tmp\d+\Z")
 _RESERVED = frozenset({"_print", "printed", "builtins", "breakpoint"})
+_CONTEXTS = (ast.Load, ast.Store, ast.Del)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,8 @@ class SandboxTransformer(RestrictingNodeTransformer):
                             continue
                     new_values.append(value)
                 old[:] = new_values
+            elif isinstance(old, _CONTEXTS):
+                continue  # `visit_Load` and the others return the (field-less) node itself
             elif isinstance(old, ast.AST):
                 new_node = visit(old)
                 if new_node is None:
@@ -226,14 +229,16 @@ class SandboxTransformer(RestrictingNodeTransformer):
     def visit_Attribute(self, node: ast.Attribute):
         self.check_attribute_name(node, node.attr, node.ctx)
         node = self.node_contents_visit(node)
+        # The new nodes get the attribute's location, as `copy_locations` would give them,
+        # without its walk over the (already located) value below them.
         if isinstance(node.ctx, ast.Load):
-            new = ast.Call(
-                ast.Name("_getattr_", ast.Load()), [node.value, ast.Constant(node.attr)], []
-            )
-            copy_locations(new, node)
+            name, attr = ast.Name("_getattr_", ast.Load()), ast.Constant(node.attr)
+            new = ast.Call(name, [node.value, attr], [])
+            _locate(node, new, name, attr)
             return new
-        node.value = ast.Call(ast.Name("_write_", ast.Load()), [node.value], [])
-        copy_locations(node.value, node)
+        name = ast.Name("_write_", ast.Load())
+        node.value = ast.Call(name, [node.value], [])
+        _locate(node, node.value, name)
         return node
 
     # -- statements RestrictedPython refuses -------------------------------------------------
@@ -365,6 +370,13 @@ class SandboxTransformer(RestrictingNodeTransformer):
                 self.check_name(sub, sub.id)
                 if sub.id in FORBIDDEN_BUILTINS:
                     self.deny(sub, "forbidden_name", f'"{sub.id}" is not available')
+
+
+def _locate(old: ast.AST, *new: ast.AST) -> None:
+    """Give new nodes the location of `old`."""
+    for node in new:
+        node.lineno, node.col_offset = old.lineno, old.col_offset
+        node.end_lineno, node.end_col_offset = old.end_lineno, old.end_col_offset
 
 
 def _load(name: str) -> ast.Name:

@@ -18,8 +18,8 @@ from selfplay.types import Verdict
 __all__ = ["validate_cases"]
 
 
-#: Cases compiled between two looks at the workers, and the fewest queued runs worth a batch
-#: of their own while compilation goes on (each batch forks a sandbox child).
+#: Cases compiled between two looks at the workers, and the fewest runs worth a batch of their
+#: own while compilation goes on.
 _CHUNK = 32
 _MIN_BATCH = 128
 
@@ -27,21 +27,28 @@ _MIN_BATCH = 128
 def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> list[Verdict]:
     """Compilation (trusted side) and the runs (sandbox) overlap: every `_CHUNK` cases, idle
     workers get the runs queued for them, first runs and second runs of cases whose first run
-    succeeded alike, as one batch each."""
+    succeeded alike. While compiling goes on a batch is a whole number of sandbox children's
+    worth of runs (`runs_per_child`, at least `_MIN_BATCH`): a worker forks a child per batch
+    and per `runs_per_child` runs, and a child costs about as much as a hundred short runs,
+    so splitting the work into more batches than children must not add any."""
     verdicts: list[Verdict | None] = [None] * len(cases)
     ready: list[tuple[int, str, CompiledInput]] = []
     pool, n, cpu = executor.pool, executor.pool.size, executor.config.run_timeout_s
+    per_child = max(1, executor.config.runs_per_child)
+    unit = per_child * -(-_MIN_BATCH // per_child)
     queued: dict[int, list[tuple[int, int]]] = {w: [] for w in range(n)}  # (case, round)
     in_flight: dict[int, list[tuple[int, int]]] = {}
     results: tuple[dict[int, RunResult], dict[int, RunResult]] = ({}, {})
 
-    def dispatch(least: int) -> None:
+    def dispatch(unit: int) -> None:
+        """Idle workers get their queued runs, a multiple of `unit` of them."""
         jobs = {}
         for worker, runs in queued.items():
-            if len(runs) >= least and worker not in in_flight:
-                items = [(ready[k][1], ready[k][2], cpu, None) for k, _ in runs]
+            size = len(runs) // unit * unit
+            if size and worker not in in_flight:
+                items = [(ready[k][1], ready[k][2], cpu, None) for k, _ in runs[:size]]
                 jobs[worker] = executor.batch(items)
-                in_flight[worker], queued[worker] = runs, []
+                in_flight[worker], queued[worker] = runs[:size], runs[size:]
         pool.submit(jobs)
 
     def take(finished: dict[int, list[RunResult]]) -> None:
@@ -66,7 +73,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
                 queued[len(ready) % n].append((len(ready), 0))
                 ready.append((i, program, call))
         take(pool.collect(0))
-        dispatch(_MIN_BATCH)
+        dispatch(unit)
     while in_flight or any(queued.values()):
         dispatch(1)
         take(pool.collect(None))
