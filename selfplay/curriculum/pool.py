@@ -76,6 +76,14 @@ class PoolIndex:
         if not {"type", "origin", "step"}.isdisjoint(columns):
             self._groups = None
             self._derived = {}
+        attempted = self._derived.get(("attempted",))
+        if attempted is not None and "n_answers" in columns:
+            positions = np.asarray(positions)
+            now = self["n_answers"][positions] > 0
+            kept = np.setdiff1d(attempted, positions[~now], assume_unique=True)
+            merged = np.union1d(kept, positions[now])
+            merged.flags.writeable = False
+            self._derived[("attempted",)] = merged
 
     def positions(self, ids) -> np.ndarray:
         """Positions of task ids; KeyError for ids this index does not hold."""
@@ -108,6 +116,16 @@ class PoolIndex:
             mask = self[name] == value
             mask.flags.writeable = False
             self._derived[key] = mask
+        return self._derived[key]
+
+    def attempted(self) -> np.ndarray:
+        """Positions of the tasks with answers (`n_answers > 0`), ascending; cached, and kept
+        up to date by `put`. Read only."""
+        key = ("attempted",)
+        if key not in self._derived:
+            positions = np.flatnonzero(self["n_answers"] > 0)
+            positions.flags.writeable = False
+            self._derived[key] = positions
         return self._derived[key]
 
     def created_after(self, step: int) -> np.ndarray:

@@ -170,7 +170,7 @@ def draw(
 ) -> np.ndarray:
     """Positions of a batch: `groups` holds the positions of each task type, `recent` for each
     group the positions within it of its recent tasks."""
-    per_group = [weights[g] for g in groups]
+    per_group = [np.take(weights, g) for g in groups]  # take: a faster gather than weights[g]
     available = [int(np.count_nonzero(w > 0)) for w in per_group]
     picked = []
     counts = apportion(n, config.type_quotas, available)

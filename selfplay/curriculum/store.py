@@ -253,8 +253,9 @@ class TaskStore:
             return self._p_cache[1]
         ix, cfg = self.index, self.config
         theta, theta_sd = self.ability(step)
-        attempted = ix["n_answers"] > 0
-        pos = np.flatnonzero(attempted)
+        pos = ix.attempted()
+        attempted = np.zeros(len(ix), dtype=bool)
+        attempted[pos] = True
         # A never-attempted task has the prior difficulty and no answers: one shared estimate.
         prior_var = cfg.difficulty_prior_sd**2
         p = np.full(len(ix), float(difficulty.irt_p(theta, theta_sd**2, 0.0, prior_var)))
