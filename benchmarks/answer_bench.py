@@ -71,7 +71,7 @@ def main() -> int:
     from selfplay.eval.paired import mcnemar_exact
     from selfplay.executor import Executor
     from selfplay.judge import Judge
-    from selfplay.loop import IDENTITY_SEED
+    from selfplay.runs import IDENTITY_SEED
     from selfplay.types import Task
 
     started = time.perf_counter()

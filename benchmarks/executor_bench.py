@@ -91,8 +91,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from selfplay.config import ExecutorConfig  # noqa: E402
-from selfplay.datasets.files import records  # noqa: E402
 from selfplay.executor import Executor  # noqa: E402
+from selfplay.files import records  # noqa: E402
 from selfplay.types import Task  # noqa: E402
 
 

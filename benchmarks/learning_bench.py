@@ -210,7 +210,7 @@ def main() -> None:
     from selfplay.curriculum import Provenance
     from selfplay.datasets.generated import generated_tasks
     from selfplay.eval.paired import mcnemar_exact
-    from selfplay.loop import close_run, open_run
+    from selfplay.runs import close_run, open_run
 
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

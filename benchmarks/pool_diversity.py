@@ -29,8 +29,8 @@ from pathlib import Path
 
 from selfplay.config import CurriculumConfig, ExecutorConfig
 from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
-from selfplay.datasets.files import records
 from selfplay.executor import Executor
+from selfplay.files import records
 from selfplay.proposer.canonical import canonical_program
 from selfplay.trainer.repetition import cluster_shares
 from selfplay.trivial import trivial_reasons

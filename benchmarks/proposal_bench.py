@@ -28,7 +28,7 @@ TYPES = ("deduction", "abduction", "induction")
 
 def seed_programs(executor, count: int, rng: random.Random) -> list[str]:
     """Short programs of the AZR seed file that run on their seed input."""
-    from selfplay.datasets.files import data_root
+    from selfplay.files import data_root
 
     path = data_root() / "azr_seed" / "7b_coder_seed_io.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -159,7 +159,8 @@ def worker(args) -> None:
     from selfplay import stages
     from selfplay.config import load
     from selfplay.distributed import Ranks
-    from selfplay.loop import close_run, open_run, run_step
+    from selfplay.loop import run_step
+    from selfplay.runs import close_run, open_run
 
     state, start = open_run(load(args.recipe, args.overrides))
     if args.shares and state.ranks.world_size == 1:

@@ -73,7 +73,8 @@ def instrument(run, bucket: dict) -> None:
 def bench(recipe: str, steps: int, overrides: list[str], label: str) -> dict:
     """Run `steps` steps in a fresh run folder; print one line per step; return the summary."""
     from selfplay.config import load
-    from selfplay.loop import close_run, open_run, run_step
+    from selfplay.loop import run_step
+    from selfplay.runs import close_run, open_run
 
     records, totals, stage_seconds = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -74,7 +74,7 @@ def measure(mode: str, args) -> dict:
     """One update in this process, for `mode`."""
     from selfplay import stages
     from selfplay.config import load
-    from selfplay.loop import close_run, open_run
+    from selfplay.runs import close_run, open_run
 
     lora, vllm = mode.startswith("lora"), mode.endswith("+vllm")
     with tempfile.TemporaryDirectory() as folder:

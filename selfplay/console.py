@@ -4,8 +4,9 @@ A run's terminal used to fill with what vLLM, transformers and torch print (engi
 NUMA binding, weight-sync warnings at every step, deprecations), and a long phase printed
 nothing at all. While a console is open (`Console`, a context manager):
 
-* `sys.stdout` and `sys.stderr` write to the terminal the command started with, so what the
-  project prints (its step lines, notices, a crash's traceback) shows there;
+* `sys.stdout` and `sys.stderr` write where they wrote when the console opened (the terminal,
+  or the stream a caller put there: a notebook's, pytest's capture, a `StringIO`), so what
+  the project prints (its step lines, notices, a crash's traceback) shows there;
 * file descriptors 1 and 2 write to the log file (`run.log` in a run folder), so whatever writes
   to them directly lands there: torch's C++ warnings, an engine in a child process, the
   sandbox workers' error output;
@@ -16,7 +17,15 @@ nothing at all. While a console is open (`Console`, a context manager):
   and hand their records on like any other library's; transformers' progress bars are off;
 * Python warnings are log records (`logging.captureWarnings`), so they go to the log file;
 * an exception that leaves the console carries a note naming the log file, which Python prints
-  under its traceback.
+  under its traceback (and the CLI under its one-line error).
+
+A command that fails before it wrote anything but the log (a model name that does not load, a
+configuration error found late) leaves no empty shell of a folder behind: where the console
+made the log's folder itself and, when the exception leaves it, the folder holds nothing but
+the log, the log's last `TAIL_LINES` lines are printed on the terminal's standard error, then
+the log and the folders the console made are removed, and the exception's note says so. A
+folder that was there before, or that holds anything else (a run's config.yaml, its pool),
+is kept with its log, whatever happens.
 
 An engine core that vLLM starts in a child process (`engine.vllm_in_process=false`) does not
 set up its logging either: its warnings and errors reach the log file through descriptor 2,
@@ -50,6 +59,10 @@ __all__ = ["LEVELS", "LINE_EVERY_S", "Console", "activity", "bar", "doing", "sho
 LEVELS = ("", "DEBUG", "INFO", "WARNING", "ERROR")
 LINE_EVERY_S = 30.0  # a plain line at most this often, and at least while a phase lasts
 REDRAW_EVERY_S = 1.0  # a bar on a terminal is drawn again at least this often
+TAIL_LINES = 20  # the lines of a removed log that are shown on the terminal
+#: the bars' clock (their intervals, redraws and elapsed times): tqdm's, so that a tqdm monitor
+#: thread that other bars started agrees with them; tests give the bars one they move by hand
+clock = time.time
 
 #: what the bars made now are about, with their unit
 activity: ContextVar[tuple[str, str]] = ContextVar("activity", default=("", "sample"))
@@ -111,27 +124,42 @@ def bar(total: int | None, unit: str | None = None) -> tqdm:
 class _Bar(tqdm):
     """A tqdm bar that is drawn again when it has not been for `beat` seconds, also while
     nothing finishes: a batch of vLLM requests can run for minutes before its first one ends,
-    and the elapsed time that moves on is then the sign of life (tqdm draws on updates only)."""
+    and the elapsed time that moves on is then the sign of life (tqdm draws on updates only).
+    A thread of its own calls `heartbeat` several times a `beat` until the bar closes. All its
+    timing, tqdm's included, reads `clock`."""
+
+    monitor_interval = 0  # tqdm's monitor thread: the heartbeat draws stale bars instead
 
     def __init__(self, *args, beat: float, **kwargs):
         self.beat = beat
-        self.begun = self.drawn = time.monotonic()
+        self.clock = clock
+        self.begun = self.drawn = self.clock()
         self.stopped = threading.Event()
+        self.beating: threading.Thread | None = None
         super().__init__(*args, **kwargs)
+        self._time = self.clock  # tqdm's elapsed time, rate, delay and intervals
+        self.start_t = self.last_print_t = self.begun
         if beat > 0 and not self.disable:
-            threading.Thread(target=self._heartbeat, daemon=True).start()
+            self.beating = threading.Thread(target=self._beat, daemon=True)
+            self.beating.start()
 
     def display(self, msg=None, pos=None):
-        self.drawn = time.monotonic()
+        self.drawn = self.clock()
         return super().display(msg, pos)
 
-    def _heartbeat(self) -> None:
+    def heartbeat(self) -> None:
+        """Draw the bar again if it has not been drawn for `beat` seconds."""
+        if self.clock() - self.drawn >= self.beat:
+            self.refresh()
+
+    def _beat(self) -> None:
         while not self.stopped.wait(self.beat / 4):
-            if time.monotonic() - self.drawn >= self.beat:
-                self.refresh()
+            self.heartbeat()
 
     def close(self):
         self.stopped.set()
+        if self.beating is not None:
+            self.beating.join()  # no redraw after the close
         super().close()
 
 
@@ -145,13 +173,13 @@ class _Lines(_Bar):
     def display(self, msg=None, pos=None):
         if msg is not None:  # a request to clear the line, which a plain line never needs
             return False
-        if self.shown is None and time.monotonic() - self.begun < self.beat:
+        if self.shown is None and self.clock() - self.begun < self.beat:
             return False  # a phase shorter than a line's interval needs none (vLLM refreshes)
-        if self.n == self.shown and time.monotonic() - self.drawn < self.beat:
+        if self.n == self.shown and self.clock() - self.drawn < self.beat:
             return False  # the line just written says it (a refresh after an update)
         self.fp.write(f"{self}\n")
         self.fp.flush()
-        self.drawn, self.shown = time.monotonic(), self.n
+        self.drawn, self.shown = self.clock(), self.n
         return True
 
     def close(self):
@@ -197,10 +225,47 @@ class Console:
         _open.remove(self)
         if self.log is None:
             return
+        if error is not None and self._log_alone():
+            self._show_tail()
+            self._release()
+            self._remove()
+            error.add_note(
+                f"({self.log.parent} held only the libraries' log, shown above: both are removed)"
+            )
+            return
         if isinstance(error, Exception):
             self._file.stream.write("".join(traceback.format_exception(error)))
             error.add_note(f"(the libraries' log up to this error: {self.log})")
         self._release()
+
+    # -- a failure that wrote nothing but the log -----------------------------------------------
+
+    def _log_alone(self) -> bool:
+        """Whether the console made the log's folder and it holds nothing but the log."""
+        folder = self.log.parent
+        return self._made is not None and [p.name for p in folder.iterdir()] == [self.log.name]
+
+    def _show_tail(self) -> None:
+        self._file.flush()
+        lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if not any(line.strip() for line in lines):
+            self.err.write(f"(the libraries' log {self.log} is empty)\n")
+            return
+        shown = lines[-TAIL_LINES:]
+        part = "" if len(shown) == len(lines) else f", its last {len(shown)} of {len(lines)} lines"
+        self.err.write(f"the libraries' log {self.log}{part}:\n")
+        self.err.write("".join(f"  {line}\n" for line in shown))
+
+    def _remove(self) -> None:
+        """The log, then its folder and those above it up to the first the console made."""
+        self.log.unlink()
+        for folder in (self.log.parent, *self.log.parent.parents):
+            try:
+                folder.rmdir()
+            except OSError:  # something else appeared in it meanwhile
+                return
+            if folder == self._made:
+                return
 
     # -- capture --------------------------------------------------------------------------------
 
@@ -208,6 +273,8 @@ class Console:
         # what can fail comes before the redirection, so that a failure leaves nothing changed;
         # transformers sets up its handler now, on the streams of before the console, which it
         # gets back when the console closes
+        missing = [f for f in (self.log.parent, *self.log.parent.parents) if not f.exists()]
+        self._made = missing[-1] if missing else None  # the outermost folder the console makes
         self.log.parent.mkdir(parents=True, exist_ok=True)
         _configure_libraries()
         logfd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -215,8 +282,8 @@ class Console:
             stream.flush()
         self._saved_fds = (os.dup(1), os.dup(2))
         self._saved_streams = (sys.stdout, sys.stderr)
-        self.out = _terminal(self._saved_fds[0], sys.stdout)
-        self.err = _terminal(self._saved_fds[1], sys.stderr)
+        self.out = _terminal(sys.stdout, 1)
+        self.err = _terminal(sys.stderr, 2)
         os.dup2(logfd, 1)
         os.dup2(logfd, 2)
         os.close(logfd)
@@ -273,16 +340,26 @@ class Console:
         for stream in (self.out, self.err):
             stream.flush()
         sys.stdout, sys.stderr = self._saved_streams
-        os.dup2(self._saved_fds[0], 1)
-        os.dup2(self._saved_fds[1], 2)
-        for stream in (self.out, self.err):
-            stream.close()  # closes the saved descriptors too
+        for fd, saved in zip((1, 2), self._saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+        for stream, before in zip((self.out, self.err), self._saved_streams):
+            if stream is not before:
+                stream.close()
 
 
-def _terminal(fd: int, like) -> object:
-    """A line-buffered text stream on descriptor `fd`, in the encoding of the stream `like`."""
-    encoding = getattr(like, "encoding", None) or "utf-8"
-    return open(fd, "w", buffering=1, encoding=encoding, errors="backslashreplace")  # noqa: SIM115
+def _terminal(stream, fd: int):
+    """Where `stream` (`sys.stdout` on descriptor 1, `sys.stderr` on 2) writes while the console
+    sends descriptor `fd` to the log: `stream` itself, unless it writes to `fd`; then a
+    line-buffered stream on a copy of `fd`, in `stream`'s encoding."""
+    try:
+        own = stream.fileno() == fd
+    except (AttributeError, OSError, ValueError):  # a StringIO, a notebook's stream
+        own = False
+    if not own:
+        return stream
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return open(os.dup(fd), "w", buffering=1, encoding=encoding, errors="backslashreplace")  # noqa: SIM115
 
 
 def _configure_libraries() -> None:

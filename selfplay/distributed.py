@@ -3,6 +3,8 @@
 A run is one process or N (accelerate with DDP or FSDP, torchrun, several machines). The
 stages read the same either way; this module is the one place that knows about ranks:
 
+  * `launch_rank` is this process's rank as its launcher set it, for what has to know it before
+    the process group exists (the run's log file, which rank shows progress bars).
   * `Ranks` says who this process is and moves picklable records between processes
     (gather in rank order, broadcast from rank 0); with one process both are no-ops.
   * `Ranks.map` cuts a list of work into `shares` strided parts, runs the parts this rank
@@ -28,6 +30,7 @@ which raise too, rather than waiting for a result that never comes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,14 +38,32 @@ from typing import Any
 from selfplay.engine.base import Generation, SamplingParams, derive_seed
 
 __all__ = [
+    "RANK_VARIABLES",
     "Ranks",
     "SharedStore",
     "RankFailed",
     "generate",
+    "launch_rank",
     "share_bounds",
     "share_of",
     "share_seed",
 ]
+
+
+# where launchers put a process's rank, in the order they are read: the global rank of torchrun,
+# accelerate and DeepSpeed (the one torch.distributed reads), of MPICH and Intel MPI, of Open
+# MPI (the first three in accelerate's order), of Slurm's srun; last the rank on this machine,
+# which a launcher of one machine may set alone
+RANK_VARIABLES = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "LOCAL_RANK")
+
+
+def launch_rank() -> int:
+    """This process's rank as its launcher set it (the first of `RANK_VARIABLES` that is set
+    and not empty), before a process group exists; 0 without a launcher."""
+    for name in RANK_VARIABLES:
+        if value := os.environ.get(name):
+            return int(value)
+    return 0
 
 
 class RankFailed(RuntimeError):
@@ -239,23 +260,34 @@ class SharedStore:
     def __init__(self, store, ranks: Ranks):
         if ranks.is_main and store is None:
             raise ValueError("rank 0 must hold the task store")
-        self.local = store
-        self.ranks = ranks
+        self._local = store
+        self._ranks = ranks
+
+    @property
+    def local(self):
+        """The `TaskStore` itself on rank 0, None elsewhere."""
+        return self._local
+
+    @property
+    def ranks(self) -> Ranks:
+        return self._ranks
 
     def __getattr__(self, name: str):
+        if name in ("_local", "_ranks"):  # not set yet (say, while unpickling)
+            raise AttributeError(name)
         if name in SharedStore._COLLECTIVE:
 
             def call(*args, **kwargs):
-                return self.ranks.on_main(lambda: getattr(self.local, name)(*args, **kwargs))
+                return self._ranks.on_main(lambda: getattr(self._local, name)(*args, **kwargs))
 
             return call
-        if self.local is None:
+        if self._local is None:
             raise AttributeError(f"the task store's {name!r} exists on rank 0 only")
-        return getattr(self.local, name)
+        return getattr(self._local, name)
 
     def __len__(self) -> int:
-        return self.ranks.on_main(lambda: len(self.local))
+        return self._ranks.on_main(lambda: len(self._local))
 
     def close(self) -> None:
-        if self.local is not None:
-            self.local.close()
+        if self._local is not None:
+            self._local.close()

@@ -5,7 +5,7 @@
                        adds nothing on its program (`induction_repeats`)
     duplicates         which proposals that entered the pool are repeats of its tasks
 
-Each function takes the run (`loop.Run`): its configuration, pool, executor and benchmarks.
+Each function takes the run (`runs.Run`): its configuration, pool, executor and benchmarks.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from selfplay import stages
 
 if TYPE_CHECKING:
-    from selfplay.loop import Run
+    from selfplay.runs import Run
 
 __all__ = ["seed_from_model"]
 

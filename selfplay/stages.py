@@ -1,7 +1,7 @@
 """The nine stages of a step, one function each, in data-flow order (see `loop.run_step`).
 
-Each stage takes the run and the frozen records of the stages before it and returns new
-records (`selfplay.types`); none changes a record it was given.
+Each stage takes the run (`selfplay.runs.Run`) and the frozen records of the stages before it
+and returns new records (`selfplay.types`); none changes a record it was given.
 
 stage     returns     what it does
 propose   Proposed    the model writes tasks: per task type, prompts with K references from the
@@ -69,7 +69,7 @@ from selfplay.types import (
 )
 
 if TYPE_CHECKING:
-    from selfplay.loop import Run
+    from selfplay.runs import Run
 
 _PROGRAM_TYPES = ("deduction", "abduction")
 
@@ -447,10 +447,9 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
             run.optimizer,
             run.scheduler,
             rollouts,
-            [r.advantage for r in rollouts],
-            trainer,
-            run.pad_id,
-            run.reference,
+            config=trainer,
+            pad_id=run.pad_id,
+            reference=run.reference,
             temperature=run.config.generation.temperature,
             seed=_seed(run, step, _UPDATE_STAGE),
             share=run.ranks,

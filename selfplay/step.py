@@ -13,7 +13,7 @@ from selfplay.trainer.rewards import learnability
 from selfplay.types import NO_NEW_WORK, Judged, Rollout, Stored
 
 if TYPE_CHECKING:
-    from selfplay.loop import Run
+    from selfplay.runs import Run
 
 
 class StageTimer:

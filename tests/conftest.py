@@ -14,8 +14,8 @@ import os
 import pytest
 
 from selfplay.config import ExecutorConfig
-from selfplay.datasets.files import data_root
 from selfplay.executor import Executor
+from selfplay.files import data_root
 
 
 def pytest_collection_modifyitems(config, items):

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from selfplay.config import CurriculumConfig
-from selfplay.datasets.files import data_root
+from selfplay.files import data_root
 
 
 def _admin_url() -> str | None:

@@ -131,7 +131,7 @@ def test_smollm2_answers_constrained_in_notation_that_parses(require_vllm):
     from dataclasses import replace
 
     from selfplay.engine import sampling
-    from selfplay.loop import IDENTITY_SEED
+    from selfplay.runs import IDENTITY_SEED
 
     config = load(None, ["engine.backend=vllm", "roles.think=false", "roles.prefill=true",
                          "generation.temperature=0.7", "generation.top_p=0.9",

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
+import yaml
 
 from selfplay import config
 from selfplay.config import Config, ConfigError, ExecutorConfig, describe, load, to_dict
@@ -54,6 +55,19 @@ def test_a_removed_key_names_its_replacement(tmp_path):
         with pytest.raises(ConfigError, match="curriculum.rollouts was removed.*solver_samples"):
             attempt()
     assert "rollouts" not in to_dict(Config())["curriculum"]
+
+
+def test_a_key_nothing_read_is_ignored_with_a_notice(tmp_path, capsys):
+    """generation.samples set no count any stage used (each has its own): it is gone, and the
+    config.yaml of an older run folder, which still has it, loads with a notice."""
+    old = to_dict(Config())
+    old["generation"]["samples"] = 4
+    saved = tmp_path / "config.yaml"
+    saved.write_text(yaml.safe_dump(old, sort_keys=False))
+    assert load(saved) == Config()
+    assert "config key generation.samples is ignored" in capsys.readouterr().err
+    assert load(None, ["generation.samples=8"]) == Config()
+    assert "samples" not in to_dict(Config())["generation"]
 
 
 def test_malformed_recipe(tmp_path):

@@ -23,7 +23,8 @@ from sqlalchemy import func, select
 
 from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.loop import _resolved, open_run, run, run_step
+from selfplay.loop import run, run_step
+from selfplay.runs import _resolved, open_run
 from selfplay.trainer.metrics import read_metrics
 from selfplay.types import Task
 
@@ -164,7 +165,7 @@ def test_two_steps(tmp_path, formatted_model_dir):
     assert attempts >= 3  # the seeded tasks were attempted and recorded
     assert len(state.store) > len(SEEDS)  # the seeds and new tasks
     assert sum(m["propose/new_tasks"] for m in metrics) > 0
-    from selfplay.loop import close_run
+    from selfplay.runs import close_run
 
     close_run(state)
 
@@ -275,3 +276,21 @@ def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
         json.loads((folder / "checkpoints" / "step-000004" / "checkpoint.json").read_text())["step"]
         == 4
     )
+
+
+def test_a_run_that_fails_before_writing_anything_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    """A model that cannot load (a bad name) stops the run after its log was opened but before
+    anything of the run was written: its folder is removed, and the terminal says why."""
+    from selfplay import runs
+
+    def no_model(*_, **__):
+        raise OSError("smollm-x is not a local folder and not a model name")
+
+    monkeypatch.setattr(runs, "load_model", no_model)
+    folder = tmp_path / "store" / "demo"
+    config = load(None, [f"run.folder={folder}", "model.name=smollm-x"])
+    with pytest.raises(OSError, match="smollm-x") as info:
+        run(config)
+    assert not folder.exists()
+    assert any(f"{folder} held only" in note for note in info.value.__notes__)
+    assert f"folder {folder}" in capsys.readouterr().out  # the banner came before

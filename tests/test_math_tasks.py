@@ -19,9 +19,9 @@ from selfplay import semi, stages
 from selfplay.config import Config, ConfigError, MathCheckConfig, load
 from selfplay.curriculum import Provenance, TaskStore
 from selfplay.engine.base import Completion, Generation
-from selfplay.loop import Run
 from selfplay.mathcheck import MathChecker
 from selfplay.proposer import parse_proposal, proposer_prompt, task_from
+from selfplay.runs import Run
 from selfplay.solver import parse_answer, solver_prompt
 from selfplay.types import (
     Answer,

@@ -83,17 +83,17 @@ def test_bf16_on_a_cpu_without_it_stops_the_run_before_its_folder_exists(tmp_pat
     is float32 on a CPU; bf16 where the CPU has it is kept."""
     import pytest
 
-    from selfplay import loop
-    from selfplay.config_fields import ConfigError
+    from selfplay import loop, runs
+    from selfplay.config.fields import ConfigError
 
-    monkeypatch.setattr(loop.torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(loop.torch.backends.mps, "is_available", lambda: False)
-    monkeypatch.setattr(loop, "cpu_has_bf16", lambda: False)
+    monkeypatch.setattr(runs.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(runs.torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(runs, "cpu_has_bf16", lambda: False)
     folder = tmp_path / "run"
     config = load(None, [f"run.folder={folder}", "trainer.mixed_precision=bf16"])
     with pytest.raises(ConfigError, match=r"no native bfloat16.*trainer.mixed_precision=auto"):
         loop.run(config)
     assert not folder.exists()
-    assert loop._mixed_precision("auto") == "no"
-    monkeypatch.setattr(loop, "cpu_has_bf16", lambda: True)
-    assert loop._mixed_precision("bf16") == "bf16"
+    assert runs._mixed_precision("auto") == "no"
+    monkeypatch.setattr(runs, "cpu_has_bf16", lambda: True)
+    assert runs._mixed_precision("bf16") == "bf16"

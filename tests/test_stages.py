@@ -19,7 +19,7 @@ from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
 from selfplay.distributed import Ranks
 from selfplay.engine.base import Completion, Generation
-from selfplay.loop import Run
+from selfplay.runs import Run
 from selfplay.solver import solver_prompt
 from selfplay.step import StageTimer, step_metrics
 from selfplay.types import Proposal, Proposed, Task

@@ -18,9 +18,12 @@ current solver and draws training batches at the frontier of its ability.
     replay.py      rebuilds the difficulty state in the database from the attempts
     references.py  K diverse frontier tasks per proposer prompt
     stats.py       counts, difficulty histogram and growth, as metrics or tables
+    trajectories.py  each task's solve rate per step over the last steps, from `attempts`
 
-Reading data sets into the pool and exporting it: `selfplay.datasets`; the semi-supervised
-selection of unlabeled tasks (trajectories, TraPO): `selfplay.semi`.
+Reading data sets into the pool and exporting it: `selfplay.datasets`. The semi-supervised
+selection of unlabeled tasks by their trajectories (TraPO) is `selfplay.semi`'s: the run hands
+it to the store when it opens the pool (`TaskStore.open(selector=...)`), which applies it when
+`curriculum.selection=trapo`; the pool imports nothing from `selfplay.semi`.
 """
 
 __all__ = ["TaskStore", "Provenance", "TaskAttempts", "PoolTask", "SolverBatch", "StoreError"]

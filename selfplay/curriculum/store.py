@@ -21,12 +21,14 @@ state, after the database transaction that it mirrors has committed.
 
 Labeled tasks (origin `labeled`) fill `curriculum.labeled_ratio` of each drawn batch when the
 pool has any; with `curriculum.selection=trapo`, unlabeled tasks whose learning trajectory
-does not follow the labeled ones' are not drawn (`selection.py`).
+does not follow the labeled ones' are not drawn. That judgement is `selfplay.semi`'s: whoever
+opens the store hands it in (`selector`, e.g. `selfplay.semi.selection.select`); the store keeps
+the trajectories it judges (`trajectories.py`) and applies its verdict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from sqlalchemy import select
@@ -47,28 +49,85 @@ from selfplay.curriculum.records import (
     TaskAttempts,
 )
 from selfplay.curriculum.schema import Ability, Attempt, RunRow
-from selfplay.semi import selection as trapo
-from selfplay.semi.trajectories import TrajectoryWindow
+from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
 from selfplay.types import Task, TaskType
+
+#: judges the unlabeled tasks: (config, trajectories, which rows are labeled, step) -> a selection
+#: with `rejected` (ids not to draw), `metrics()` and `records()` (`selfplay.semi.selection`)
+Select = Callable[[CurriculumConfig, Trajectories, np.ndarray, int], object]
 
 
 class TaskStore:
     """The task pool of one run; see the module docstring. Use `TaskStore.open`."""
 
-    def __init__(self, engine, run_id: int, run: str, config: CurriculumConfig, answers: int):
-        self.engine = engine
-        self.run_id = run_id
-        self.run = run
-        self.config = config
-        self.answers = answers  # answers a drawn task gets, which the sampler's shape weighs
-        self.index = PoolIndex()
-        self.abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
-        self.recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
+    def __init__(
+        self,
+        engine,
+        run_id: int,
+        run: str,
+        config: CurriculumConfig,
+        answers: int,
+        selector: Select | None = None,
+    ):
+        self._engine = engine
+        self._run_id = run_id
+        self._run = run
+        self._config = config
+        self._answers = answers  # answers a drawn task gets, which the sampler's shape weighs
+        self._index = PoolIndex()
+        self._abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
+        self._recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
         # (key, (p, attempted), positions of the attempted tasks) of the last solve_rates
         self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray], np.ndarray] | None = None
         self._checkpointer = database.checkpointer(engine, config)
-        self.trajectories = TrajectoryWindow(config.trapo_window)
-        self._selection_cache: tuple[tuple, trapo.Selection] | None = None
+        self._trajectories = TrajectoryWindow(config.trapo_window)
+        self._select = selector
+        self._selection_cache: tuple[tuple, object] | None = None
+
+    # -- its state, read-only from outside: only the store changes it -------------------------
+
+    @property
+    def engine(self):
+        """The SQLAlchemy engine of the pool's database."""
+        return self._engine
+
+    @property
+    def run_id(self) -> int:
+        return self._run_id
+
+    @property
+    def run(self) -> str:
+        """The name of the run whose tasks the pool holds."""
+        return self._run
+
+    @property
+    def config(self) -> CurriculumConfig:
+        return self._config
+
+    @property
+    def answers(self) -> int:
+        """Answers a drawn task gets (`selfplay.solver_samples`), which the sampler weighs."""
+        return self._answers
+
+    @property
+    def index(self) -> PoolIndex:
+        """The per-task numbers of the run, in memory (`PoolIndex`)."""
+        return self._index
+
+    @property
+    def abilities(self) -> dict[int, tuple[float, float, int]]:
+        """step -> (theta, precision, answers) of the solver's fitted ability."""
+        return self._abilities
+
+    @property
+    def recorded(self) -> set[tuple[int, str]]:
+        """The (step, model version) keys that have recorded attempts."""
+        return self._recorded
+
+    @property
+    def trajectories(self) -> TrajectoryWindow:
+        """The attempts of the last `trapo_window` steps, which the selection judges."""
+        return self._trajectories
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -82,6 +141,7 @@ class TaskStore:
         create: bool = True,
         run_config: dict | None = None,
         answers: int = SelfPlayConfig.solver_samples,
+        selector: Select | None = None,
     ) -> TaskStore:
         """Open (creating or migrating as needed) the pool of `run` in `store`.
 
@@ -89,7 +149,8 @@ class TaskStore:
         defaults to `config.run`. With `create=False` a missing run is an error. A new run
         keeps `run_config` (the resolved configuration, as plain data) for provenance.
         `answers` is how many answers a drawn task gets, `selfplay.solver_samples`: the
-        sampler's `azr` shape weighs tasks by it.
+        sampler's `azr` shape weighs tasks by it. `selector` judges unlabeled tasks by their
+        trajectories (`selection`; `sample` applies it when `config.selection` is trapo).
         """
         config = config or CurriculumConfig()
         run = run or config.run
@@ -100,7 +161,7 @@ class TaskStore:
         except BaseException:
             engine.dispose()
             raise
-        self = cls(engine, run_id, run, config, answers)
+        self = cls(engine, run_id, run, config, answers, selector)
         if rebuild:
             replay.rebuild_estimates(engine, run_id, config)
         self.reload()
@@ -120,23 +181,23 @@ class TaskStore:
 
     def reload(self) -> None:
         """Re-read the per-task state and abilities from the database."""
-        self.index = reads.load_index(self.engine, self.run_id)
-        with database.read(self.engine) as s:
+        self._index = reads.load_index(self._engine, self._run_id)
+        with database.read(self._engine) as s:
             rows = s.execute(
                 select(Ability.step, Ability.theta, Ability.precision, Ability.n_answers).where(
-                    Ability.run_id == self.run_id
+                    Ability.run_id == self._run_id
                 )
             )
-            self.abilities = {step: (t, p, n) for step, t, p, n in rows}
-            keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == self.run_id)
-            self.recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
-        self.trajectories.load(self.engine, self.run_id)
+            self._abilities = {step: (t, p, n) for step, t, p, n in rows}
+            keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == self._run_id)
+            self._recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
+        self._trajectories.load(self._engine, self._run_id)
         self._p_cache = None
 
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.close()
-        self.engine.dispose()
+        self._engine.dispose()
 
     def __enter__(self) -> TaskStore:
         return self
@@ -145,12 +206,12 @@ class TaskStore:
         self.close()
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self._index)
 
     @property
     def last_step(self) -> int:
         """The latest step that produced a task, recorded an attempt or fitted an ability."""
-        return max([self.index.max_step, *self.abilities.keys()])
+        return max([self._index.max_step, *self._abilities.keys()])
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -170,11 +231,11 @@ class TaskStore:
             raise ValueError("tasks, provenance and verifications must be equally long")
         for prov in provenance:
             if prov.references:
-                self.index.positions(prov.references)  # KeyError: not a task of this run
+                self._index.positions(prov.references)  # KeyError: not a task of this run
         result, appended = writes.add_tasks(
-            self.engine, self.run_id, tasks, provenance, verifications
+            self._engine, self._run_id, tasks, provenance, verifications
         )
-        self.index.append(appended)
+        self._index.append(appended)
         self._p_cache = None
         self._wrote()
         return result
@@ -192,33 +253,33 @@ class TaskStore:
         """
         ids, n, k = _aggregate(attempts)
         key = (step, model_version)
-        current = self.index.take(self.index.positions(ids), (*writes.COUNTS, *writes.STATE))
+        current = self._index.take(self._index.positions(ids), (*writes.COUNTS, *writes.STATE))
         done = writes.record_attempts(
-            self.engine,
-            self.run_id,
-            self.config,
+            self._engine,
+            self._run_id,
+            self._config,
             key,
             ids,
             n,
             k,
             current=current,
-            seen=key in self.recorded,
+            seen=key in self._recorded,
         )
         self._mirror(key, done)
         if done.result.already_recorded:  # a replayed step: the database holds what counts
-            self.trajectories.load(self.engine, self.run_id)
+            self._trajectories.load(self._engine, self._run_id)
         else:
-            self.trajectories.add(step, ids, n, k)
+            self._trajectories.add(step, ids, n, k)
         self._p_cache = None
         self._wrote()
         return done.result
 
     def _mirror(self, key: tuple[int, str], done: writes.Recorded) -> None:
         """Apply to the in-memory state what a committed `record_attempts` wrote."""
-        self.recorded.add(key)
+        self._recorded.add(key)
         if done.ability is not None:
-            self.abilities[key[0]] = done.ability
-        self.index.put(self.index.positions(done.ids), done.state)
+            self._abilities[key[0]] = done.ability
+        self._index.put(self._index.positions(done.ids), done.state)
 
     def _wrote(self) -> None:
         if self._checkpointer is not None:
@@ -227,7 +288,7 @@ class TaskStore:
     def rebuild_estimates(self) -> None:
         """Recompute all difficulty state by replaying the recorded attempts in step order
         (after a change of `discount` or of the Rasch settings, or a migration)."""
-        replay.rebuild_estimates(self.engine, self.run_id, self.config)
+        replay.rebuild_estimates(self._engine, self._run_id, self._config)
         self.reload()
 
     # -- estimates ----------------------------------------------------------------------------
@@ -236,22 +297,22 @@ class TaskStore:
         """(theta, s.d.) of the solver at `step` (default: the last step): the belief of the
         latest step at or before it, widened by the drift of the steps in between."""
         step = self.last_step if step is None else step
-        earlier = [s for s in self.abilities if s <= step]
+        earlier = [s for s in self._abilities if s <= step]
         if not earlier:
-            mean, precision = difficulty.ability_prior(self.config, None, step)
+            mean, precision = difficulty.ability_prior(self._config, None, step)
         else:
             last = max(earlier)
-            theta, precision, _ = self.abilities[last]
-            mean, precision = difficulty.ability_prior(self.config, (last, theta, precision), step)
+            theta, precision, _ = self._abilities[last]
+            mean, precision = difficulty.ability_prior(self._config, (last, theta, precision), step)
         return mean, float(precision**-0.5)
 
     def solve_rates(self, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(combined p, attempted) for every task in index order; cached per state and step."""
         step = self.last_step if step is None else step
-        key = (step, len(self.index))
+        key = (step, len(self._index))
         if self._p_cache is not None and self._p_cache[0] == key:
             return self._p_cache[1]
-        ix, cfg = self.index, self.config
+        ix, cfg = self._index, self._config
         theta, theta_sd = self.ability(step)
         pos = ix.attempted()
         attempted = np.zeros(len(ix), dtype=bool)
@@ -270,11 +331,11 @@ class TaskStore:
 
     def estimates(self, ids: Sequence[int], step: int | None = None) -> list[Estimate]:
         """Both difficulty models' estimates for tasks at `step` (default: the last step)."""
-        return self._estimates(self.index.positions(ids), step)
+        return self._estimates(self._index.positions(ids), step)
 
     def _estimates(self, positions: np.ndarray, step: int | None) -> list[Estimate]:
         step = self.last_step if step is None else step
-        ix, cfg = self.index, self.config
+        ix, cfg = self._index, self._config
         pick = ix.take(positions)
         w = difficulty.decay(cfg, pick["last_step"], step)
         theta, theta_sd = self.ability(step)
@@ -310,20 +371,20 @@ class TaskStore:
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
         weights = sampler.learnability(
-            self.config, p, attempted, self.answers, positions=self._p_cache[2]
+            self._config, p, attempted, self._answers, positions=self._p_cache[2]
         )
         chosen = None
-        if self.config.selection == "trapo":
+        if self._config.selection == "trapo":
             chosen = self.selection(step)
-            weights[self.index.positions(chosen.rejected)] = 0.0
-        groups = self.index.groups(types)
-        labeled = self.index.equal("origin", ORIGINS.index("labeled"))
-        rng = sampler.generator(self.config, step, salt, stream=0)
+            weights[self._index.positions(chosen.rejected)] = 0.0
+        groups = self._index.groups(types)
+        labeled = self._index.equal("origin", ORIGINS.index("labeled"))
+        rng = sampler.generator(self._config, step, salt, stream=0)
         positions = self._draw_split(n, weights, groups, labeled, step, rng)
-        tasks = self.get(self.index["id"][positions].tolist(), step)
-        is_recent = self.index["step"][positions] > step - self.config.recent_steps
-        metrics = _batch_metrics(self.config, p[positions], attempted[positions], is_recent)
-        metrics["curriculum/pool_size"] = float(len(self.index))
+        tasks = self.get(self._index["id"][positions].tolist(), step)
+        is_recent = self._index["step"][positions] > step - self._config.recent_steps
+        metrics = _batch_metrics(self._config, p[positions], attempted[positions], is_recent)
+        metrics["curriculum/pool_size"] = float(len(self._index))
         metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
         metrics["curriculum/labeled_share"] = (
             float(labeled[positions].mean()) if len(positions) else 0.0
@@ -338,7 +399,7 @@ class TaskStore:
         to the other, so the batch is as full as the pool allows."""
         if not labeled.any():
             return self._draw(n, weights, groups, step, rng)
-        n_labeled = round(self.config.labeled_ratio * n)
+        n_labeled = round(self._config.labeled_ratio * n)
         first = self._draw(n_labeled, weights, [g[labeled[g]] for g in groups], step, rng)
         rest = self._draw(n - len(first), weights, [g[~labeled[g]] for g in groups], step, rng)
         picked = np.concatenate([first, rest])
@@ -351,21 +412,26 @@ class TaskStore:
     def _draw(self, n, weights, groups, step, rng) -> np.ndarray:
         if n <= 0:
             return np.empty(0, dtype=np.int64)
-        recent = self.index.created_after(step - self.config.recent_steps)
+        recent = self._index.created_after(step - self._config.recent_steps)
         recent_in = [_members(g, recent) for g in groups]
-        return sampler.draw(self.config, n, weights, groups, recent_in, rng)
+        return sampler.draw(self._config, n, weights, groups, recent_in, rng)
 
-    def selection(self, step: int | None = None) -> trapo.Selection:
-        """The TraPO judgement at `step` of every unlabeled task with answers in the last
-        `trapo_window` steps (see `selection.py`); computed whatever `curriculum.selection`
-        says, which decides only whether `sample` applies it."""
+    def selection(self, step: int | None = None):
+        """The judgement at `step` (by the `selector` the store was opened with) of every
+        unlabeled task with answers in the last `trapo_window` steps; computed whatever
+        `curriculum.selection` says, which decides only whether `sample` applies it."""
+        if self._select is None:
+            raise ValueError(
+                "this pool was opened without a selection of unlabeled tasks: open it with "
+                "TaskStore.open(..., selector=selfplay.semi.selection.select)"
+            )
         step = self.last_step if step is None else step
-        key = (step, self.trajectories.version)
+        key = (step, self._trajectories.version)
         if self._selection_cache is not None and self._selection_cache[0] == key:
             return self._selection_cache[1]
-        traj = self.trajectories.matrix(step)
-        origin = self.index["origin"][self.index.positions(traj.ids)]
-        chosen = trapo.select(self.config, traj, origin == ORIGINS.index("labeled"), step)
+        traj = self._trajectories.matrix(step)
+        origin = self._index["origin"][self._index.positions(traj.ids)]
+        chosen = self._select(self._config, traj, origin == ORIGINS.index("labeled"), step)
         self._selection_cache = (key, chosen)
         return chosen
 
@@ -383,20 +449,20 @@ class TaskStore:
         from selfplay.curriculum.references import choose_references
 
         step = self.last_step if step is None else step
-        return choose_references(self, n_prompts, step, k or self.config.references, types, salt)
+        return choose_references(self, n_prompts, step, k or self._config.references, types, salt)
 
     # -- reading ------------------------------------------------------------------------------
 
     def latest(self, n: int, before_step: int) -> list[PoolTask]:
         """The `n` tasks that entered the pool last before step `before_step`, oldest first
         (tasks of later steps, say those a resumed run will add again, are left out)."""
-        ids = self.index["id"][self.index["step"] < before_step]
+        ids = self._index["id"][self._index["step"] < before_step]
         return self.get(ids[-n:].tolist() if n > 0 else [])
 
     def get(self, ids: Sequence[int], step: int | None = None) -> list[PoolTask]:
         """Tasks by id, in the order given, with their provenance and estimates."""
-        estimates = self._estimates(self.index.positions(ids), step) if len(ids) else []
-        rows, refs = reads.load_rows(self.engine, ids)
+        estimates = self._estimates(self._index.positions(ids), step) if len(ids) else []
+        rows, refs = reads.load_rows(self._engine, ids)
         return reads.pool_tasks([rows[i] for i in ids], refs, estimates)
 
     def induction_inputs(
@@ -405,7 +471,7 @@ class TaskStore:
         """Per program text, the input sets of the induction tasks on it that entered the pool
         before step `before_step` (tasks a resumed run will add again are left out). Reads the
         database: programs are not in the in-memory index."""
-        return reads.induction_inputs(self.engine, self.run_id, programs, before_step)
+        return reads.induction_inputs(self._engine, self._run_id, programs, before_step)
 
     def stats(self, step: int | None = None, growth: bool = True):
         """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from selfplay.datasets.files import data_root, records
+from selfplay.files import data_root, records
 from selfplay.proposer.canonical import canonical_program
 
 __all__ = ["BENCHMARK_FILES", "BenchmarkPrograms", "normalise"]

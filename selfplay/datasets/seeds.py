@@ -47,7 +47,7 @@ from pathlib import Path
 
 from selfplay.datasets import mbpp
 from selfplay.datasets.candidates import Candidate, MathCandidate, Reject
-from selfplay.datasets.files import BadLine, read_jsonl
+from selfplay.files import BadLine, read_jsonl
 from selfplay.mathcheck.extract import gsm8k_gold, math500_gold
 from selfplay.types import TASK_TYPES
 

@@ -3,12 +3,13 @@ imports) and transformers (the fallback, generating with the training model itse
 
     model, tokenizer, source = load_model(cfg.model)
     engine = make_engine(cfg, model, tokenizer, source)
-    generations = engine.generate(prompts, sampling(cfg.generation))
+    generations = engine.generate(prompts, sampling(cfg.generation, n=4))
     ...                              # optimizer step, with engine.sleep() / engine.wake_up()
     engine.load_weights(model)       # after each update
 
 Modules: `base` (records, protocol), `template` (chat -> prompt ids), `model` (the embedded
-default model and loading), `transformers_backend`, `vllm_backend`, `commands` (CLI).
+default model and loading), `weights` (what an engine loads: a LoRA model's weights merged),
+`transformers_backend`, `vllm_backend`, `commands` (CLI).
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ __all__ = [
 ]
 
 
-def sampling(generation, n: int | None = None, seed: int | None = None, stop=()) -> SamplingParams:
-    """`SamplingParams` from a `GenerationConfig`; `n` defaults to its `samples`."""
+def sampling(generation, n: int, seed: int | None = None, stop=()) -> SamplingParams:
+    """`SamplingParams` from a `GenerationConfig`, with `n` samples per prompt (each stage
+    has its own count)."""
     return SamplingParams(
-        n=generation.samples if n is None else n,
+        n=n,
         temperature=generation.temperature,
         top_p=generation.top_p,
         max_tokens=generation.max_new_tokens,

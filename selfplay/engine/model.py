@@ -11,7 +11,10 @@ fresh machine without access to a model hub can run.
 
 `prepare_embedded` converts one of them once with transformers' GGUF reader into an ordinary
 transformers folder (safetensors in float32, the exact dequantised values, plus the tokenizer
-and its chat template) in the model cache; later runs find it there. Any local model folder or
+and its chat template) in the model cache; later runs find it there. It converts into a work
+folder named after its process (`.prepare-<pid>@<host>-...`) and renames that into place; a
+work folder left by a killed process is removed at the next preparation
+(`remove_stale_work`). Any local model folder or
 hub id can be named instead (`model.name`).
 
 The cache folder is `model.cache_dir`, else `$SELFPLAY_MODEL_CACHE`, else
@@ -26,7 +29,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +47,7 @@ __all__ = [
     "embedded_parts",
     "stitched_gguf",
     "prepare_embedded",
+    "remove_stale_work",
     "resolve",
     "load_tokenizer",
     "load_model",
@@ -90,6 +96,13 @@ EMBEDDED_MODELS: dict[str, Embedded] = {
     ),
 }
 _STAMP = "selfplay-prepared.json"  # written last: a folder without it is an interrupted run
+#: a conversion's work folder, `.prepare-<pid>@<host>-<random>`: whose it is, so that a later
+#: start can tell one left by a killed process from one still being written
+_WORK_PREFIX = ".prepare-"
+_WORK_NAME = re.compile(r"\.prepare-(?:(\d+)@(.*)-)?[^-]*$")
+#: a work folder this old is stale whoever made it: a conversion takes minutes (this also covers
+#: another machine sharing the cache, a reused pid, and folders of versions that named no owner)
+STALE_WORK_S = 24 * 3600.0
 _CHUNK = 1 << 22
 
 
@@ -171,13 +184,16 @@ def prepare_embedded(cache: Path | None = None, force: bool = False, name: str =
     entry = EMBEDDED_MODELS[name]
     parts = embedded_parts(name)
     target = (cache or cache_dir()) / entry.folder
+    if target.parent.is_dir():  # what a killed preparation left goes, prepared or not
+        remove_stale_work(target.parent)
     stamp = target / _STAMP
     if not force and stamp.is_file() and json.loads(stamp.read_text()) == _stamp_of(name, parts):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     # Convert into a temporary sibling and rename it into place, so that an interrupted or
     # concurrent conversion never leaves a half-written folder under the final name.
-    work = Path(tempfile.mkdtemp(prefix=".prepare-", dir=target.parent))
+    owner = f"{_WORK_PREFIX}{os.getpid()}@{socket.gethostname()}-"
+    work = Path(tempfile.mkdtemp(prefix=owner, dir=target.parent))
     whole = len(parts) == 1 and entry.sha256 is None  # convert the installed file in place
     try:
         # a bar over the phases: stitch the parts (a split model), read and dequantise, save
@@ -196,6 +212,38 @@ def prepare_embedded(cache: Path | None = None, force: bool = False, name: str =
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def remove_stale_work(cache: Path, now: float | None = None) -> list[Path]:
+    """Remove the work folders in `cache` that no conversion will finish (a process killed
+    while preparing a model leaves its `.prepare-*` folder behind): those whose process, on
+    this machine, no longer runs, and any older than `STALE_WORK_S`. A conversion another live
+    process is running is left alone. Returns the folders removed."""
+    now = time.time() if now is None else now
+    host, removed = socket.gethostname(), []
+    for work in cache.glob(f"{_WORK_PREFIX}*"):
+        match = _WORK_NAME.match(work.name)
+        try:
+            age = now - work.stat().st_mtime
+        except FileNotFoundError:  # its conversion just finished or failed
+            continue
+        pid, owner_host = (int(match[1]), match[2]) if match and match[1] else (None, None)
+        dead = pid is not None and owner_host == host and not _runs(pid)
+        if work.is_dir() and (dead or age > STALE_WORK_S):
+            shutil.rmtree(work, ignore_errors=True)
+            removed.append(work)
+    return removed
+
+
+def _runs(pid: int) -> bool:
+    """Whether a process `pid` runs on this machine (whoever owns it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _convert(entry: Embedded, gguf: Path, out: Path, phases) -> None:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from selfplay import console
 from selfplay.config import EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams, derive_seed
 from selfplay.engine.template import prompt_ids
-from selfplay.trainer.lora import engine_weights
+from selfplay.engine.weights import engine_weights
 
 __all__ = ["VLLMEngine", "vllm_available"]
 
@@ -138,7 +139,8 @@ class VLLMEngine:
         if params.regex is not None:
             per_request = _constrained(per_request, params.regex, len(ids), copies)
         completions = len(requests) * sampling.n
-        outputs = self.llm.generate(requests, per_request, use_tqdm=_progress(completions))
+        with _progress(completions) as hook:
+            outputs = self.llm.generate(requests, per_request, use_tqdm=hook)
         errors = sum(c.finish_reason not in ("stop", "length") for o in outputs for c in o.outputs)
         if errors:
             logging.getLogger(__name__).warning(
@@ -241,18 +243,30 @@ def _constrained(sampling, regex: str | tuple[str, ...], prompts: int, copies: i
     return out
 
 
+@contextmanager
 def _progress(completions: int):
     """vLLM's progress hook while the console shows bars (`selfplay.console`), else False: the
     bar vLLM makes over the requests becomes the console's over the completions (vLLM moves it
     on by each finished request's completions); the one it makes while it renders the prompts
-    is left out (a hook given an iterable returns it as it is)."""
+    is left out (a hook given an iterable returns it as it is). The bars it made are closed
+    when the block ends: vLLM closes its bar only when every request has finished, and one
+    left open by a failure would go on redrawing itself."""
     if not console.showing():
-        return False
+        yield False
+        return
+    made = []
 
     def make(iterable=None, **_):
-        return iterable if iterable is not None else console.bar(completions)
+        if iterable is not None:
+            return iterable
+        made.append(console.bar(completions))
+        return made[-1]
 
-    return make
+    try:
+        yield make
+    finally:
+        for bar in made:
+            bar.close()  # closing again is a no-op
 
 
 def _set_threads(count: int) -> None:

@@ -14,6 +14,8 @@ generated.py        the generated family's frozen held-out tasks (deduction, abd
                     benchmark: does a run's solver improve on the kind of task it trains on
 paired.py           the exact McNemar test on items evaluated before and after training, and the
                     Wilson interval of an accuracy
+dispatch.py         `evaluate_benchmark`: a benchmark by name to its problems, judge and
+                    evaluator; `selfplay eval` and the in-loop evaluation both call it
 in_loop.py          the evaluation a run does every `run.eval_every` steps and after its last
 report.py           `selfplay report <run>`: proposal rates early and late, each in-loop
                     benchmark at its first and last evaluation with the paired test

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from selfplay import extract
 from selfplay.config import ExecutorConfig
-from selfplay.datasets.files import DataError, data_root, records
 from selfplay.eval import harness
 from selfplay.eval.code_tests import humaneval_program, mbpp_program
+from selfplay.files import DataError, data_root, records
 from selfplay.solver import humaneval_prompt, mbpp_prompt
 from selfplay.types import ParseFailure, Verdict
 

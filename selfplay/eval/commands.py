@@ -6,6 +6,7 @@ after, with the paired test), as a table or JSON, and its figures; see `report.p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import replace
@@ -14,7 +15,7 @@ from pathlib import Path
 from selfplay import config as config_module
 from selfplay.config import EVAL_BENCHMARKS
 from selfplay.console import Console, add_verbose, verbose_overrides
-from selfplay.datasets.files import DataError
+from selfplay.files import DataError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -165,38 +166,34 @@ def eval_command(args: argparse.Namespace) -> int:
 
 
 def _run(benchmark: str, engine, config, args, params) -> tuple[list, dict, list[dict]]:
-    """(problems, metrics, per-sample records) of one benchmark, with its judge; the judge's
-    back-end (an executor or the math checker) lives for this call. Imported here so that the
+    """(problems, metrics, per-sample records) of one benchmark (`dispatch.py`); the judge's
+    back end (an executor or the math checker) lives for this call. Imported here so that the
     other commands do not load the benchmarks."""
-    from selfplay.eval import code_benchmarks, cruxeval, generated, math_benchmarks
+    from selfplay.eval import code_benchmarks
+    from selfplay.eval.dispatch import Backends, evaluate_benchmark
     from selfplay.executor import Executor
-    from selfplay.judge import Judge
     from selfplay.mathcheck import MathChecker
 
-    ks = tuple(args.k)
-    if benchmark == "cruxeval":
-        with Executor(config.executor) as executor:
-            problems = cruxeval.load_problems(executor, args.data, args.limit)
-            return problems, *cruxeval.evaluate(
-                engine, Judge(executor), problems, config.roles, params, ks, args.prompt_format
-            )
-    if benchmark == "generated":
-        with Executor(config.executor) as executor:
-            problems = generated.load_problems(executor, args.limit)
-            return problems, *generated.evaluate(
-                engine, Judge(executor), problems, config.roles, params, ks
-            )
-    if benchmark in math_benchmarks.MATH_BENCHMARKS:
-        problems = math_benchmarks.load_problems(benchmark, args.data, args.limit)
-        with MathChecker(config.mathcheck) as checker:
-            return problems, *math_benchmarks.evaluate(
-                engine, Judge(None, checker), problems, config.roles, params, ks, benchmark
-            )
-    problems = code_benchmarks.load_problems(benchmark, args.data, args.limit)
-    with Executor(code_benchmarks.executor_config(config.executor)) as executor:
-        judge = code_benchmarks.CodeTestJudge(executor)
-        return problems, *code_benchmarks.evaluate(
-            engine, judge, problems, config.roles, params, ks, benchmark
+    with contextlib.ExitStack() as started:
+
+        def start(make):
+            return lambda: started.enter_context(make())
+
+        backends = Backends(
+            executor=start(lambda: Executor(config.executor)),
+            math_checker=start(lambda: MathChecker(config.mathcheck)),
+            code_executor=start(lambda: Executor(code_benchmarks.executor_config(config.executor))),
+        )
+        return evaluate_benchmark(
+            benchmark,
+            engine,
+            backends,
+            config.roles,
+            params,
+            data=args.data,
+            limit=args.limit,
+            ks=tuple(args.k),
+            prompt_formats=(args.prompt_format,),
         )
 
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from selfplay.datasets.files import data_root, records
 from selfplay.eval import cruxeval_formats, harness
 from selfplay.eval.harness import Sample
+from selfplay.files import data_root, records
 from selfplay.judge import Judge
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.trivial import copy_solves

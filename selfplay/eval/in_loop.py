@@ -4,11 +4,11 @@ last.
 Each benchmark of `run.eval_benchmarks` (CRUXEval by default; the generated family's frozen
 held-out tasks, GSM8K, MATH-500, MBPP and HumanEval as well) is scored greedily (pass@1) on its
 first `run.eval_problems` problems, with the run's engine, so the numbers follow the weights
-being trained, through the harness (`harness.py`) and with the judges of `selfplay eval`: a
-`Judge` over the run's executor (for CRUXEval) and its math checker (for GSM8K and MATH-500),
-and for MBPP and HumanEval a `CodeTestJudge` over a second executor widened for benchmark test
-code (`code_benchmarks.executor_config`), started at the first evaluation that needs it.
-Problems are loaded once.
+being trained, through the dispatch `selfplay eval` uses (`dispatch.py`): judged by the run's
+executor (CRUXEval, generated tasks) and its math checker (GSM8K and MATH-500), and for MBPP and
+HumanEval by a second executor widened for benchmark test code
+(`code_benchmarks.executor_config`), started at the first evaluation that needs it. Problems
+are loaded once.
 
 CRUXEval is asked in each of `run.eval_prompt_formats`: the published `direct` format by
 default (its subsets `cruxeval_o`, `cruxeval_i`), the solver's own beside it where a recipe asks
@@ -26,9 +26,9 @@ import json
 from pathlib import Path
 
 from selfplay.engine import SamplingParams
-from selfplay.eval import code_benchmarks, cruxeval, generated, math_benchmarks
+from selfplay.eval import code_benchmarks
+from selfplay.eval.dispatch import Backends, evaluate_benchmark
 from selfplay.executor import Executor
-from selfplay.judge import Judge
 
 __all__ = ["InLoopEval"]
 
@@ -39,9 +39,9 @@ class InLoopEval:
     def __init__(self, config, executor, math_checker) -> None:
         self.config = config
         self.executor = executor
-        self.judge = Judge(executor, math_checker)
         self.problems: dict[str, list] = {}
         self.code_executor = None
+        self.backends = Backends(lambda: executor, lambda: math_checker, self._code_executor)
 
     def __call__(self, engine, folder: Path, step: int) -> dict[str, float]:
         cfg = self.config
@@ -58,38 +58,27 @@ class InLoopEval:
         return metrics
 
     def _evaluate(self, benchmark: str, engine, params):
-        cfg, roles = self.config, self.config.roles
-        limit = cfg.run.eval_problems
-        if benchmark == "cruxeval":
-            if benchmark not in self.problems:
-                path = cfg.run.eval_data or None
-                self.problems[benchmark] = cruxeval.load_problems(self.executor, path, limit)
-            problems, metrics, items = self.problems[benchmark], {}, []
-            for prompt_format in cfg.run.eval_prompt_formats:
-                scores, rows = cruxeval.evaluate(
-                    engine, self.judge, problems, roles, params, prompt_format=prompt_format
-                )
-                metrics.update(scores)
-                items += rows
-            return metrics, items
-        if benchmark == "generated":
-            if benchmark not in self.problems:
-                self.problems[benchmark] = generated.load_problems(self.executor, limit)
-            return generated.evaluate(engine, self.judge, self.problems[benchmark], roles, params)
-        if benchmark in math_benchmarks.MATH_BENCHMARKS:
-            if benchmark not in self.problems:
-                self.problems[benchmark] = math_benchmarks.load_problems(benchmark, None, limit)
-            problems = self.problems[benchmark]
-            return math_benchmarks.evaluate(
-                engine, self.judge, problems, roles, params, name=benchmark
-            )
-        if benchmark not in self.problems:
-            self.problems[benchmark] = code_benchmarks.load_problems(benchmark, None, limit)
+        cfg = self.config
+        data = (cfg.run.eval_data or None) if benchmark == "cruxeval" else None
+        problems, metrics, items = evaluate_benchmark(
+            benchmark,
+            engine,
+            self.backends,
+            cfg.roles,
+            params,
+            problems=self.problems.get(benchmark),
+            data=data,
+            limit=cfg.run.eval_problems,
+            prompt_formats=cfg.run.eval_prompt_formats,
+        )
+        self.problems[benchmark] = problems  # loaded once, kept for the next evaluations
+        return metrics, items
+
+    def _code_executor(self) -> Executor:
+        """The executor for benchmark test code, started at the first evaluation that needs it."""
         if self.code_executor is None:
-            self.code_executor = Executor(code_benchmarks.executor_config(cfg.executor))
-        problems = self.problems[benchmark]
-        judge = code_benchmarks.CodeTestJudge(self.code_executor)
-        return code_benchmarks.evaluate(engine, judge, problems, roles, params, name=benchmark)
+            self.code_executor = Executor(code_benchmarks.executor_config(self.config.executor))
+        return self.code_executor
 
     def close(self) -> None:
         if self.code_executor is not None:

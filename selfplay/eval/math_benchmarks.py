@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfplay.datasets.files import DataError, data_root, records
 from selfplay.eval import harness
+from selfplay.files import DataError, data_root, records
 from selfplay.judge import Judge
 from selfplay.mathcheck import extract_answer, gsm8k_gold, math500_gold
 from selfplay.solver import math_prompt

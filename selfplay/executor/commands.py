@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay import config as config_module
-from selfplay.datasets.files import BadLine, read_jsonl
 from selfplay.executor import values
+from selfplay.files import BadLine, read_jsonl
 from selfplay.types import Task, Verdict
 
 BATCH = 1024

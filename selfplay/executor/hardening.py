@@ -27,21 +27,13 @@ import errno
 import os
 import resource
 import socket
-from typing import Literal, get_args
 
 __all__ = [
-    "ISOLATION_LAYERS",
-    "IsolationLayer",
     "LayerUnavailable",
     "harden_worker",
     "harden_child",
     "probe",
 ]
-
-#: The layers `ExecutorConfig.isolation` may require: bubblewrap's namespaces (set up from
-#: outside, by `runner.py`) and the three this module applies.
-IsolationLayer = Literal["namespaces", "landlock", "seccomp", "rlimits"]
-ISOLATION_LAYERS: tuple[IsolationLayer, ...] = get_args(IsolationLayer)
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4

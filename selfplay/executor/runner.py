@@ -34,8 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfplay.config import ExecutorConfig
-from selfplay.executor.hardening import ISOLATION_LAYERS
+from selfplay.config import ISOLATION_LAYERS, ExecutorConfig
 
 __all__ = ["ProgramRun", "RunResult", "WorkerPool", "SandboxUnavailable", "SandboxError"]
 

@@ -3,7 +3,7 @@
 `seed.labeled` names labeled sets (CRUXEval, MBPP, AZR seeds or the generic JSONL; see
 `datasets/seeds.py`) or math problems (GSM8K, MATH-500: `math` tasks whose output is the
 gold answer, checked by the math checker); `{data}` in a path is the external data
-folder (`selfplay.datasets.files`). They are checked before the model loads (a missing file,
+folder (`selfplay.files`). They are checked before the model loads (a missing file,
 or a file of math problems when `selfplay.task_types` has no `math`, stops the run at once)
 and imported with origin `labeled` each time the run starts: the pool deduplicates by content
 hash, so a resumed run adds nothing twice.
@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from selfplay.datasets.files import data_root
+from selfplay.files import data_root
 
 
 def labeled_paths(config) -> list[Path]:

@@ -5,8 +5,9 @@ TraPO (Yang et al., "TraPO: A Semi-Supervised Reinforcement Learning Framework f
 LLM Reasoning") observes that unlabeled samples whose pass-rate trajectory over training
 follows that of the labeled samples are the reliable ones, and trains only on those. Here:
 
-* the trajectory of a task is its solve rate in each of the last `trapo_window` steps
-  (`trajectories.py`, derived from the recorded attempts); NaN where it got no answers;
+* the trajectory of a task is its solve rate in each of the last `trapo_window` steps (the
+  pool's `selfplay.curriculum.trajectories`, derived from the recorded attempts); NaN where it
+  got no answers;
 * the reference is the labeled tasks' pooled solve rate per step (their correct answers over
   their answers in that step): how the model's ability on trusted tasks moves;
 * a task's similarity is the Pearson correlation of its trajectory with the reference over
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from selfplay.config import CurriculumConfig
-from selfplay.semi.trajectories import Trajectories
+from selfplay.curriculum.trajectories import Trajectories
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import re
 import shutil
 from pathlib import Path
 
-from selfplay.trainer.lora import is_lora, merged_weights
+from selfplay.engine.weights import is_lora, merged_weights
 
 __all__ = ["Checkpoints"]
 

@@ -39,7 +39,7 @@ import contextlib
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -228,95 +228,135 @@ def policy_update(
     optimizer,
     scheduler,
     rollouts: Sequence[Rollout],
-    advantages: Sequence[float],
-    config: TrainerConfig,
-    pad_id: int,
+    advantages: Sequence[float] | None = None,
+    config: TrainerConfig | None = None,
+    pad_id: int | None = None,
     reference=None,
     temperature: float = 1.0,
     seed: int = 0,
     share: Ranks | None = None,
 ) -> dict[str, float]:
-    """Train on `rollouts`; returns statistics averaged over the optimizer steps taken.
-    From `config` it takes the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
-    gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`). `reference` is
-    the frozen model of the KL term (needed when `config.kl_coef > 0`). `temperature` is the
-    one the rollouts were sampled at; `seed` draws the mini-batches.
+    """Train on `rollouts`, each with its advantage; returns statistics averaged over the
+    optimizer steps taken. `advantages`, where given, stand in for the rollouts' own. From
+    `config` it takes the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the gradient
+    clip `max_grad_norm` and the loss's settings (`loss.policy_loss`); `pad_id` pads rows.
+    `reference` is the frozen model of the KL term (needed when `config.kl_coef > 0`).
+    `temperature` is the one the rollouts were sampled at; `seed` draws the mini-batches.
 
-    With several processes every rank passes the whole step's rollouts and advantages and its
-    `share` (`selfplay.distributed.Ranks`): mini-batches are cut the same way on every rank
-    (same seed), each rank runs its share of each (`micro_batch_share`), and its loss is
-    divided by the whole mini-batch's denominator and multiplied by the world size, so that
-    the gradient DDP averages over ranks is exactly the one process's gradient."""
+    With several processes every rank passes the whole step's rollouts and its `share`
+    (`selfplay.distributed.Ranks`): mini-batches are cut the same way on every rank (same
+    seed), each rank runs its share of each (`micro_batch_share`), and its loss is divided by
+    the whole mini-batch's denominator and multiplied by the world size, so that the gradient
+    DDP averages over ranks is exactly the one process's gradient."""
+    if config is None or pad_id is None:
+        raise TypeError("policy_update needs the trainer's config and the pad token's id")
     if config.kl_coef > 0 and reference is None:
         raise ValueError("kl_coef > 0 needs a reference model")
+    if advantages is not None:
+        rollouts = [replace(r, advantage=a) for r, a in zip(rollouts, advantages, strict=True)]
     share = share or Ranks()
-    keys = [_layout_key(r) for r in rollouts]
     attention = attention_of(accelerator.unwrap_model(model))
-    rng = random.Random(seed)
-    lr = float(scheduler.get_last_lr()[0])
-    # Zero-advantage rollouts add nothing to the loss, unless the KL term makes them count.
-    skippable = config.kl_coef == 0
-    # parts of the mini-batch's loss (summed over ranks) and per-micro-batch means
-    parts = {"loss": 0.0, "kl_ref": 0.0}
-    means: dict[str, float] = {}
-    micro_count = real_count = steps = 0
-    grad_norms = 0.0
+    plan, skipped = _plan(rollouts, config, seed, share)
+    stats = _Statistics(float(scheduler.get_last_lr()[0]))
     model.train()
-    skipped = 0
+    for mini in plan:  # one optimizer step each
+        for k, indices in enumerate(mini.micro):
+            batch = _micro_batch(rollouts, indices or mini.active[:1], pad_id, config, attention)
+            if not indices:  # this rank's share ran out: a zero-weight stand-in for DDP
+                batch.mask.zero_()
+            batch = batch.to(accelerator.device)
+            sync = k == len(mini.micro) - 1  # DDP averages gradients on the last micro-batch
+            with contextlib.nullcontext() if sync else accelerator.no_sync(model):
+                loss, loss_stats, entropy = _backward(
+                    accelerator, model, reference, batch, config, temperature, mini.denominator,
+                    share.world_size,
+                )  # fmt: skip
+            stats.micro_batch(loss, loss_stats, entropy, batch, len(mini.micro), bool(indices))
+        grad_norm = accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+        lr = float(scheduler.get_last_lr()[0])  # the rate this optimizer step uses
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        stats.optimizer_step(grad_norm, lr, len(mini.micro))
+    return stats.result(share, rollouts, config, skipped)
+
+
+@dataclass(frozen=True)
+class _MiniBatch:
+    """One optimizer step's rollouts: this rank's micro-batches of those with a gradient
+    (`active`), and the loss denominator of the whole mini-batch."""
+
+    active: list[int]
+    micro: list[list[int]]
+    denominator: float
+
+
+def _plan(
+    rollouts: Sequence[Rollout], config: TrainerConfig, seed: int, share: Ranks
+) -> tuple[list[_MiniBatch], int]:
+    """(the update's mini-batches, every epoch's in turn, rollouts skipped). Zero-advantage
+    rollouts add nothing to the loss, unless the KL term makes them count: they are skipped,
+    counted in their mini-batch's denominator; a mini-batch left with none takes no step."""
+    skippable = config.kl_coef == 0
+    keys = [_layout_key(r) for r in rollouts]
+    rng = random.Random(seed)
+    plan, skipped = [], 0
     for _ in range(config.ppo_epochs):
         for mini in _mini_batches(keys, config.mini_batches, rng):
             denominator = _denominator([rollouts[i] for i in mini], config.aggregation)
-            active = [i for i in mini if advantages[i] != 0.0 or not skippable]
+            active = [i for i in mini if rollouts[i].advantage != 0.0 or not skippable]
             skipped += len(mini) - len(active)
-            if not active:
-                continue
-            micro = micro_batch_share(active, config.micro_batch, share)
-            for k, indices in enumerate(micro):
-                padding = not indices
-                rows = indices or [active[0]]
-                batch = collate(
-                    [rollouts[i] for i in rows],
-                    [advantages[i] for i in rows],
-                    pad_id,
-                    share_prompts=config.share_prompts,
-                    attention=attention,
-                )
-                if padding:
-                    batch.mask.zero_()
-                batch = batch.to(accelerator.device)
-                sync = k == len(micro) - 1  # DDP averages gradients on the last micro-batch
-                with contextlib.nullcontext() if sync else accelerator.no_sync(model):
-                    loss, stats, entropy = _backward(
-                        accelerator, model, reference, batch, config, temperature, denominator,
-                        share.world_size,
-                    )  # fmt: skip
-                micro_count += 1
-                # the loss and KL of a micro-batch are parts of the mini-batch's (same
-                # denominator): scaled so that their average over micro-batches is the whole
-                parts["loss"] += float(loss.detach()) * len(micro)
-                parts["kl_ref"] += stats.pop("kl_ref", 0.0) * len(micro)
-                if padding:
-                    continue
-                tokens = batch.mask.sum().clamp(min=1)
-                stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
-                for name, value in stats.items():
-                    means[name] = means.get(name, 0.0) + value
-                real_count += 1
-            grad_norm = accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            lr = float(scheduler.get_last_lr()[0])  # the rate this optimizer step uses
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            grad_norms += float(grad_norm) * len(micro)
-            steps += 1
-    out = _combine(share, parts, means, micro_count, real_count, config.kl_coef > 0)
-    if steps:
-        out["grad_norm"] = grad_norms / micro_count
-    out["optimizer_steps"] = float(steps)
-    out["zero_advantage_skipped"] = float(skipped)
-    out.update(_token_counts(rollouts, advantages, skippable))
-    out["lr"] = lr
-    return out
+            if active:
+                micro = micro_batch_share(active, config.micro_batch, share)
+                plan.append(_MiniBatch(active, micro, denominator))
+    return plan, skipped
+
+
+def _micro_batch(rollouts, indices, pad_id, config, attention) -> MicroBatch:
+    rows = [rollouts[i] for i in indices]
+    advantages = [r.advantage for r in rows]
+    return collate(rows, advantages, pad_id, config.share_prompts, attention)
+
+
+class _Statistics:
+    """What an update reports, summed over its micro-batches and optimizer steps."""
+
+    def __init__(self, lr: float):
+        self.parts = {"loss": 0.0, "kl_ref": 0.0}  # of the mini-batch's loss, summed over ranks
+        self.means: dict[str, float] = {}  # per-micro-batch statistics, summed
+        self.micro_count = self.real_count = self.steps = 0
+        self.grad_norms = 0.0
+        self.lr = lr  # the rate of the last optimizer step (the current one until a step)
+
+    def micro_batch(self, loss, stats, entropy, batch, per_step: int, real: bool) -> None:
+        self.micro_count += 1
+        # the loss and KL of a micro-batch are parts of the mini-batch's (same denominator):
+        # scaled so that their average over micro-batches is the whole
+        self.parts["loss"] += float(loss.detach()) * per_step
+        self.parts["kl_ref"] += stats.pop("kl_ref", 0.0) * per_step
+        if not real:
+            return
+        tokens = batch.mask.sum().clamp(min=1)
+        stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
+        for name, value in stats.items():
+            self.means[name] = self.means.get(name, 0.0) + value
+        self.real_count += 1
+
+    def optimizer_step(self, grad_norm, lr: float, per_step: int) -> None:
+        self.lr = lr
+        self.grad_norms += float(grad_norm) * per_step
+        self.steps += 1
+
+    def result(self, share: Ranks, rollouts, config: TrainerConfig, skipped: int) -> dict:
+        kl = config.kl_coef > 0
+        out = _combine(share, self.parts, self.means, self.micro_count, self.real_count, kl)
+        if self.steps:
+            out["grad_norm"] = self.grad_norms / self.micro_count
+        out["optimizer_steps"] = float(self.steps)
+        out["zero_advantage_skipped"] = float(skipped)
+        out.update(_token_counts(rollouts, config.kl_coef == 0))
+        out["lr"] = self.lr
+        return out
 
 
 def _backward(accelerator, model, reference, batch, config, temperature, denominator, world):
@@ -340,10 +380,10 @@ def _backward(accelerator, model, reference, batch, config, temperature, denomin
     return loss, stats, entropy
 
 
-def _token_counts(rollouts, advantages, skippable: bool) -> dict[str, float]:
+def _token_counts(rollouts, skippable: bool) -> dict[str, float]:
     """Completion tokens of the batch, and those that carried a gradient (`signal_tokens`:
     zero-advantage rollouts are skipped where they add nothing)."""
-    signal = (r for r, a in zip(rollouts, advantages) if a != 0 or not skippable)
+    signal = (r for r in rollouts if r.advantage != 0 or not skippable)
     return {
         "tokens": float(sum(len(r.completion_ids) for r in rollouts)),
         "signal_tokens": float(sum(len(r.completion_ids) for r in signal)),

@@ -140,3 +140,28 @@ def test_no_module_touches_the_store_privates():
         for line, access in violations(path.read_text(), package, owned):
             found.append(f"{path.relative_to(ROOT)}:{line}: {access}")
     assert found == []
+
+
+STATE = ("engine", "run_id", "run", "config", "answers", "index", "abilities", "recorded")
+
+
+def test_the_store_state_is_read_only_from_outside(tmp_path):
+    """Only the store changes its state: from outside, its attributes can be read, not set."""
+    import pytest
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.distributed import Ranks, SharedStore
+
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "r")
+    shared = SharedStore(store, Ranks())
+    try:
+        for name in (*STATE, "trajectories"):
+            getattr(store, name)
+            with pytest.raises(AttributeError):
+                setattr(store, name, None)
+        assert shared.local is store and shared.config is store.config
+        for name in ("local", "ranks"):
+            with pytest.raises(AttributeError):
+                setattr(shared, name, None)
+    finally:
+        store.close()

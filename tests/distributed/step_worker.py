@@ -23,7 +23,8 @@ def main() -> None:
     from selfplay import stages
     from selfplay.config import load
     from selfplay.distributed import Ranks
-    from selfplay.loop import close_run, open_run, run_step
+    from selfplay.loop import run_step
+    from selfplay.runs import close_run, open_run
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)

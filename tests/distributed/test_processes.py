@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from selfplay.config import load
 from selfplay.curriculum import TaskStore
-from selfplay.loop import _resolved
+from selfplay.runs import _resolved
 from selfplay.trainer.metrics import read_metrics
 from tests.test_loop import overrides, seed_pool
 

@@ -155,7 +155,7 @@ def test_ranks_averaged_gradients_equal_one_process_gradient(micro_batch):
 
 def test_processes_on_one_machine_share_its_cores(monkeypatch):
     from selfplay.config import ConfigError, load
-    from selfplay.loop import _set_threads
+    from selfplay.runs import _set_threads
 
     before = torch.get_num_threads()
     try:
@@ -178,7 +178,7 @@ def test_fsdp_is_refused_where_it_cannot_work():
     from accelerate.utils import DistributedType
 
     from selfplay.config import load
-    from selfplay.loop import _check_sharding
+    from selfplay.runs import _check_sharding
 
     fsdp = SimpleNamespace(distributed_type=DistributedType.FSDP)
     ddp = SimpleNamespace(distributed_type=DistributedType.MULTI_CPU)

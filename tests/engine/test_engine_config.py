@@ -10,11 +10,11 @@ from selfplay.engine import Engine, SamplingParams, make_engine, sampling
 
 def test_sections_load_from_overrides_and_refuse_bad_values():
     cfg = config.load(
-        None, ["engine.backend=vllm", "generation.samples=8", "roles.induction_visible=3"]
+        None, ["engine.backend=vllm", "generation.max_new_tokens=8", "roles.induction_visible=3"]
     )
     assert (
         cfg.engine.backend == "vllm"
-        and cfg.generation.samples == 8
+        and cfg.generation.max_new_tokens == 8
         and cfg.roles.induction_visible == 3
     )
     for bad in (
@@ -34,9 +34,9 @@ def test_sections_load_from_overrides_and_refuse_bad_values():
 
 def test_sampling_params_from_config():
     cfg = config.load(None, ["generation.temperature=0.7", "generation.max_new_tokens=99"])
-    params = sampling(cfg.generation, seed=3, stop=["</answer>"])
+    params = sampling(cfg.generation, n=4, seed=3, stop=["</answer>"])
     assert params == SamplingParams(
-        n=cfg.generation.samples, temperature=0.7, max_tokens=99, stop=("</answer>",), seed=3
+        n=4, temperature=0.7, max_tokens=99, stop=("</answer>",), seed=3
     )
     with pytest.raises(ValueError):
         SamplingParams(n=0)
@@ -73,7 +73,7 @@ def test_a_recipe_asking_for_constrained_generation_runs_unconstrained_without_v
 ):
     from selfplay.config import load
     from selfplay.engine import vllm_backend
-    from selfplay.loop import _resolved
+    from selfplay.runs import _resolved
 
     constrained = ["generation.constrained_proposals=true", "generation.constrained_answers=true"]
     monkeypatch.setattr(vllm_backend, "vllm_available", lambda: False)

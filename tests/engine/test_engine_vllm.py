@@ -201,3 +201,37 @@ def test_in_a_console_the_engine_logs_to_the_file_and_moves_a_bar(
         "step 1/1 solve: 4/4"
     )
     assert " INFO vllm." in log.read_text()  # vLLM's records, through the console's handler
+
+
+class _FailingLLM:
+    """A `vllm.LLM` whose engine fails while its bar is open, as vLLM's `_run_engine` leaves it:
+    it closes the bar only when every request has finished."""
+
+    def generate(self, requests, params, use_tqdm):
+        bar = use_tqdm(total=len(requests), desc="Processed prompts", dynamic_ncols=True)
+        bar.update(1)
+        raise RuntimeError("the engine core died")
+
+
+def test_a_generation_that_fails_closes_its_bar_and_stops_its_thread(
+    require_vllm, smol_tokenizer, monkeypatch
+):
+    import io
+    import sys
+    import threading
+
+    from selfplay import console
+    from selfplay.console import Console
+    from selfplay.engine.vllm_backend import VLLMEngine
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    engine = VLLMEngine.__new__(VLLMEngine)  # no engine to start: its `llm` fails
+    engine.tokenizer, engine.template, engine.llm = smol_tokenizer, "auto", _FailingLLM()
+    before = set(threading.enumerate())
+    with (
+        pytest.raises(RuntimeError, match="engine core died"),
+        Console(None),
+        console.doing("step 1/1 solve", "answer"),
+    ):
+        engine.generate(PROMPTS, SamplingParams(n=2, max_tokens=8, seed=0))
+    assert set(threading.enumerate()) <= before  # the bar's redraw thread ended with it

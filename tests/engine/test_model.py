@@ -129,6 +129,48 @@ def test_a_failed_conversion_leaves_no_folder_that_counts_as_prepared(fake_split
     assert not any(cache.iterdir())
 
 
+def test_a_killed_preparation_is_cleaned_up_at_the_next_start(fake_split, tmp_path):
+    """A process killed while preparing leaves its `.prepare-*` work folder; the next start
+    removes it, and leaves alone the one a live process is still writing."""
+    import socket
+    import subprocess
+    import sys
+
+    host = socket.gethostname()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    cache = tmp_path / "cache"
+    killed = cache / f".prepare-{gone.pid}@{host}-abc123_x"
+    running = cache / f".prepare-{alive.pid}@{host}-def456_y"
+    elsewhere = cache / ".prepare-1@another-machine-ghi789_z"  # not ours to judge by pid
+    for work in (killed, running, elsewhere):
+        (work / "sub").mkdir(parents=True)
+        (work / "model.safetensors").write_bytes(b"half")
+    try:
+        with pytest.raises(ValueError):  # the fake parts are no GGUF: the conversion fails
+            model.prepare_embedded(cache, name=FAKE)
+        assert sorted(p.name for p in cache.iterdir()) == sorted([running.name, elsewhere.name])
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_work_folders_older_than_a_conversion_are_stale_whoever_made_them(tmp_path):
+    import socket
+
+    mine = tmp_path / f".prepare-{os.getpid()}@{socket.gethostname()}-abc123_x"
+    legacy = tmp_path / ".prepare-q1w2e3r4"  # an earlier version named no owner
+    prepared = tmp_path / "SmolLM2-135M-Instruct"
+    for folder in (mine, legacy, prepared):
+        folder.mkdir()
+    now = mine.stat().st_mtime
+    assert model.remove_stale_work(tmp_path, now=now + 60) == []  # running, or recent
+    later = now + model.STALE_WORK_S + 1
+    assert sorted(model.remove_stale_work(tmp_path, now=later)) == sorted([mine, legacy])
+    assert [p.name for p in tmp_path.iterdir()] == [prepared.name]
+
+
 def test_load_model_from_a_local_folder(tiny_model_dir):
     loaded, tokenizer, source = model.load_model(
         ModelConfig(name=str(tiny_model_dir), dtype="float32")

@@ -108,8 +108,8 @@ def test_generated_tasks_are_evaluated_and_the_report_pairs_them(tmp_path, execu
 def test_the_generated_set_holds_no_trivial_task(executor):
     """Frozen anew (generated-v2): not the seed, no program whose output equals its input or
     does not move with it, none that ignores its input, nothing copying solves."""
-    from selfplay.loop import IDENTITY_SEED
     from selfplay.proposer.canonical import canonical_program
+    from selfplay.runs import IDENTITY_SEED
     from selfplay.trivial import copy_solves, trivial_reasons
 
     problems = generated.load_problems(executor)

@@ -9,10 +9,10 @@ import json
 import pytest
 
 from selfplay.config import ConfigError, ExecutorConfig, MathCheckConfig, load
-from selfplay.datasets.files import records
 from selfplay.eval import code_benchmarks, math_benchmarks
 from selfplay.eval.in_loop import InLoopEval
 from selfplay.executor import Executor
+from selfplay.files import records
 from selfplay.loop import run
 from selfplay.mathcheck import MathChecker
 from selfplay.trainer.metrics import read_metrics

@@ -11,10 +11,10 @@ import collections
 import pytest
 
 from selfplay.config import ExecutorConfig
-from selfplay.datasets.files import records
 from selfplay.eval.code_tests import humaneval_program, mbpp_program
 from selfplay.executor import Executor
 from selfplay.executor.values import ValueRejected, canonical_from_text
+from selfplay.files import records
 from tests.conftest import require_data
 
 pytestmark = pytest.mark.data

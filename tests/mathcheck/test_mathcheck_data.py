@@ -18,7 +18,7 @@ from fractions import Fraction
 import pytest
 
 from selfplay.config import MathCheckConfig
-from selfplay.datasets.files import records
+from selfplay.files import records
 from selfplay.mathcheck import MathChecker, extract_answer, gsm8k_gold, math500_gold
 from tests.conftest import require_data
 

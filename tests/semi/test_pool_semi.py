@@ -20,6 +20,7 @@ from selfplay.config import CurriculumConfig
 from selfplay.curriculum import Provenance, TaskAttempts, TaskStore
 from selfplay.curriculum.records import ORIGINS
 from selfplay.curriculum.sampler import learnability
+from selfplay.semi.selection import select
 from selfplay.types import Task
 
 STEPS = 12
@@ -86,7 +87,7 @@ def test_trapo_separates_good_tasks_from_bad_ones(tmp_path, trapo_config, report
 def _separation(path, config: CurriculumConfig, seed: int) -> tuple[float, ...]:
     """(AUC of the similarity, precision and recall of admission, precision without
     selection, AUC of the learnability weight) on one simulated run."""
-    store = TaskStore.open(str(path), "sim", config)
+    store = TaskStore.open(str(path), "sim", config, selector=select)
     kind = _simulate(store, seed)
     chosen = store.selection(STEPS)
     good = np.array([kind[i] == "good" for i in chosen.ids.tolist()])
@@ -112,7 +113,7 @@ def _separation(path, config: CurriculumConfig, seed: int) -> tuple[float, ...]:
 
 def test_selection_decides_what_is_drawn_and_survives_reopening(store_url, trapo_config):
     path = store_url
-    store = TaskStore.open(path, "sim", trapo_config)
+    store = TaskStore.open(path, "sim", trapo_config, selector=select)
     _simulate(store, seed=1)
     chosen = store.selection(STEPS)
     rejected = set(chosen.rejected.tolist())
@@ -125,12 +126,13 @@ def test_selection_decides_what_is_drawn_and_survives_reopening(store_url, trapo
     assert not drawn & rejected
     store.close()
     # the trajectories come back from the attempts table alone
-    again = TaskStore.open(path, "sim", trapo_config)
+    again = TaskStore.open(path, "sim", trapo_config, selector=select)
     reread = again.selection(STEPS)
     assert np.array_equal(reread.ids, chosen.ids)
     assert np.allclose(reread.similarity, chosen.similarity, equal_nan=True)
     # without selection (the baseline) the same pool draws rejected tasks too
-    again.config = replace(trapo_config, selection="none")
+    again.close()
+    again = TaskStore.open(path, "sim", replace(trapo_config, selection="none"))
     drawn = {t.id for s in range(60) for t in again.sample(16, STEPS, salt=s).tasks}
     assert drawn & rejected
     again.close()
@@ -211,7 +213,7 @@ def test_no_labeled_tasks_means_the_plain_draw(tmp_path):
 
 
 def test_without_labeled_answers_nothing_is_judged(tmp_path, trapo_config):
-    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "r", trapo_config)
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "r", trapo_config, selector=select)
     ids = store.add_tasks([_task(i) for i in range(6)], Provenance("proposed", 0)).ids
     rng = np.random.default_rng(0)
     for step in range(1, 9):

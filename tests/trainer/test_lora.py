@@ -9,7 +9,8 @@ import torch
 from accelerate import Accelerator
 
 from selfplay.config import ConfigError, LoraConfig, TrainerConfig, load
-from selfplay.trainer.lora import AdapterlessReference, is_lora, merged_weights, wrap
+from selfplay.engine.weights import is_lora, merged_weights
+from selfplay.trainer.lora import AdapterlessReference, wrap
 from selfplay.trainer.update import collate, policy_update, token_logprobs
 from tests.trainer.test_trainer_update import rollouts, tiny_model
 
@@ -90,7 +91,7 @@ def test_adapters_train_under_gradient_checkpointing():
     """Frozen embeddings give the checkpointed layers no input that requires a gradient,
     which reentrant checkpointing (transformers 4's default) needs; the adapters still get
     gradients."""
-    from selfplay.loop import _with_adapters
+    from selfplay.runs import _with_adapters
 
     model = tiny_model()
     model.gradient_checkpointing_enable()
@@ -122,7 +123,8 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
     from selfplay.eval.commands import resolve_model
-    from selfplay.loop import _resolved, close_run, open_run, run
+    from selfplay.loop import run
+    from selfplay.runs import _resolved, close_run, open_run
     from selfplay.trainer.checkpoint import Checkpoints
     from tests.test_loop import overrides, seed_pool
 

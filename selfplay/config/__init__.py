@@ -5,11 +5,12 @@ A recipe (YAML) only overrides fields; `section.field=value` arguments on the co
 override the recipe; the resolved configuration is written into the run folder. Unknown keys,
 wrong types and out-of-range values are refused with the dotted name of the field.
 
-`selfplay config` prints every field with its type, default and documentation; the machinery
-(mapping <-> dataclass, overrides, errors) is in `config_fields.py`; the `curriculum` and
-`trainer.lora` sections are in `config_curriculum.py` and `config_lora.py`. A field with a fixed set
-of values is a `Literal`, which that machinery checks and documents; a section's `check` does
-only range and cross-field checks.
+`selfplay config` prints every field with its type, default and documentation. This package
+depends on nothing but itself and `selfplay.types`: the machinery (mapping <-> dataclass,
+overrides, errors) is in `fields.py`; the `curriculum` and `trainer.lora` sections are in
+`curriculum.py` and `lora.py`; this module holds the other sections and `Config`. A field with a
+fixed set of values is a `Literal`, which that machinery checks and documents; a section's
+`check` does only range and cross-field checks.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
-from selfplay.config_curriculum import LEARNABILITY_SHAPES, CurriculumConfig, LearnabilityShape
-from selfplay.config_fields import (
+from selfplay.config.curriculum import LEARNABILITY_SHAPES, CurriculumConfig, LearnabilityShape
+from selfplay.config.fields import (
     Checked,
     ConfigError,
     from_dict,
@@ -30,14 +31,15 @@ from selfplay.config_fields import (
     section,
     to_dict,
 )
-from selfplay.config_fields import describe as describe_fields
-from selfplay.config_lora import LoraConfig
-from selfplay.executor.hardening import ISOLATION_LAYERS, IsolationLayer
+from selfplay.config.fields import describe as describe_fields
+from selfplay.config.lora import LoraConfig
 from selfplay.types import TASK_TYPES, Role, TaskType
 
 __all__ = [
     "knob",
     "ExecutorConfig",
+    "ISOLATION_LAYERS",
+    "IsolationLayer",
     "CurriculumConfig",
     "LEARNABILITY_SHAPES",
     "ModelConfig",
@@ -59,6 +61,10 @@ __all__ = [
 #: the opt-in modules of `selfplay.executor.modules.OPTIONAL_MODULES` (a test keeps them equal;
 #: naming them here keeps the sandbox's module tables out of every configuration import)
 ExtraModule = Literal["random", "hashlib"]
+#: the layers `ExecutorConfig.isolation` may require: bubblewrap's namespaces (set up by
+#: `selfplay.executor.runner`) and the three `selfplay.executor.hardening` applies
+IsolationLayer = Literal["namespaces", "landlock", "seccomp", "rlimits"]
+ISOLATION_LAYERS: tuple[IsolationLayer, ...] = get_args(IsolationLayer)
 Layer = Annotated[IsolationLayer, "isolation layer"]  # names a bad value in the error
 
 
@@ -204,7 +210,6 @@ class GenerationConfig(Checked):
     )
     top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
-    samples: int = knob(4, "completions per prompt (the group size of the advantage estimate)")
     constrained_proposals: bool = knob(
         False,
         "keep proposals inside their layout (a regex per task type; vLLM structured output, "
@@ -216,8 +221,13 @@ class GenerationConfig(Checked):
         "type, selfplay/solver/layout.py; vLLM structured output, refused by transformers)",
     )
 
+    ignored: ClassVar[dict[str, str]] = {
+        "samples": "every stage sets its own count (selfplay.proposal_samples, "
+        "selfplay.attempts, selfplay.solver_samples)"
+    }
+
     def check(self) -> None:
-        positive(self, "max_new_tokens", "samples")
+        positive(self, "max_new_tokens")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
 

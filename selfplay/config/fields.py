@@ -1,6 +1,6 @@
 """The machinery of the configuration: documented fields, mapping <-> dataclass, overrides.
 
-`selfplay/config.py` declares the sections and their fields; this module turns recipes and
+`selfplay/config/` declares the sections and their fields; this module turns recipes and
 `a.b=value` overrides into those frozen dataclasses (refusing unknown keys, wrong types and
 bad values with the dotted name of the field) and back into plain data.
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -54,10 +55,14 @@ class Checked:
     `from_dict` checks recipes and overrides first, naming the dotted key; this also covers a
     section built in code (`CurriculumConfig(shape=...)`), which `from_dict` never sees.
     `retired` names the keys a section no longer has, each with what replaces it: a recipe or
-    a saved configuration that still sets one is refused with that message.
+    a saved configuration that still sets one is refused with that message. `ignored` names
+    the keys it no longer has because nothing read them: one still set (say, in the
+    `config.yaml` of an older run folder) is dropped with a notice on standard error, so that
+    the folder still loads.
     """
 
     retired: typing.ClassVar[dict[str, str]] = {}
+    ignored: typing.ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         for name, hint in _hints(type(self)).items():
@@ -161,6 +166,11 @@ def from_dict(cls, data: dict, where: str = ""):
     for key in unknown:
         if key in getattr(cls, "retired", {}):
             raise ConfigError(f"config key {prefix}{key} was removed: {cls.retired[key]}")
+    ignored = getattr(cls, "ignored", {})
+    for key in [k for k in unknown if k in ignored]:
+        print(f"config key {prefix}{key} is ignored: {ignored[key]}", file=sys.stderr)
+        unknown.remove(key)
+        data = {k: v for k, v in data.items() if k != key}
     if unknown:
         raise ConfigError(
             f"unknown config key {prefix}{unknown[0]}; known: {', '.join(sorted(names))}"

@@ -2,7 +2,9 @@
 
 The data sets (CRUXEval, HumanEval, MBPP, MATH-500, GSM8K, AZR seed pools) are never copied
 into the project. They are read from `$SELFPLAY_DATA`, or by default from `shared/data` beside
-the repository (`<repo>/../shared/data`).
+the repository (`<repo>/../shared/data`). The executor's commands, the pool's importers, the
+evaluation and the labeled sets all read through this module, which imports nothing else of
+the project.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def data_root() -> Path:
     override = os.environ.get(DATA_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 class DataError(ValueError):

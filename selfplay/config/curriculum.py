@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
 
-from selfplay.config_fields import Checked, ConfigError, knob, positive
+from selfplay.config.fields import Checked, ConfigError, knob, positive
 from selfplay.types import TASK_TYPES
 
 __all__ = ["LEARNABILITY_SHAPES", "LearnabilityShape", "CurriculumConfig"]

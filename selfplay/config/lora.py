@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from selfplay.config_fields import Checked, ConfigError, knob
+from selfplay.config.fields import Checked, ConfigError, knob
 
 __all__ = ["LORA_TARGETS", "LoraConfig"]
 

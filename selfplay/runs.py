@@ -1,0 +1,374 @@
+"""A run's state and its opening and closing: `Run` (everything a run holds, which the stages
+read and use), `open_run` (accelerator, model, LoRA, engine, pool, resume) and `close_run`.
+
+A run folder (`run.folder`, default `store/<run>/`) holds the resolved configuration
+(`config.yaml`), the task pool (`pool.sqlite` unless `curriculum.store` points elsewhere),
+`metrics.jsonl`, TensorBoard events, `eval/` results, `checkpoints/` and `run.log` (what the
+libraries print and log, kept off the terminal: `selfplay.console`). Opening a run whose
+folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
+back, and the step after the checkpoint is run again. Labeled sets (`seed.labeled`) are
+imported into the pool when a run opens (`selfplay.semi`), and an empty pool gets AZR's seed
+task. The pool needs no rollback: adding a task is idempotent (content hash) and so is
+recording a step's attempts (one record per task, step and model version), so a replayed step
+adds and counts nothing twice, and nothing committed is lost.
+
+Launched as several processes (torchrun, `accelerate launch`), each rank opens the run; rank 0
+holds the pool (`selfplay.distributed.SharedStore`) and every rank resumes from the same
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+import yaml
+
+from selfplay import semi
+from selfplay.config import Config, to_dict
+from selfplay.config.fields import ConfigError
+from selfplay.curriculum import Provenance
+from selfplay.datasets.contamination import BenchmarkPrograms
+from selfplay.distributed import Ranks, SharedStore
+from selfplay.engine import make_engine, resolve_backend
+from selfplay.engine.model import cpu_has_bf16, load_model
+from selfplay.judge import Judge
+from selfplay.mathcheck import MathChecker
+from selfplay.trainer.checkpoint import Checkpoints
+from selfplay.trainer.kl_control import KLControl
+from selfplay.types import Task
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from accelerate import Accelerator
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.datasets.importer import ImportReport
+    from selfplay.engine.base import Engine
+    from selfplay.eval.in_loop import InLoopEval
+    from selfplay.executor import Executor
+    from selfplay.semi import SelectionLog
+    from selfplay.trainer.metrics import SampleLog
+
+__all__ = ["Run", "run_folder", "check_start", "open_run", "close_run", "IDENTITY_SEED"]
+
+
+@dataclass(kw_only=True)
+class Run:
+    """Everything a run holds; the stages read and use it."""
+
+    config: Config
+    folder: Path
+    accelerator: Accelerator
+    model: PreTrainedModel  # the trained policy, wrapped by the accelerator
+    tokenizer: PreTrainedTokenizerBase
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    engine: Engine
+    executor: Executor
+    store: SharedStore | TaskStore  # the pool; shared: rank 0 holds it (`.local`), writes it
+    pad_id: int
+    ranks: Ranks = field(default_factory=Ranks)  # this process among the run's
+    version: str = "step0"  # the weights that generate the current step's samples
+    on_stage: Callable[[str], None] | None = None  # told each stage's name as it starts
+    evaluator: InLoopEval | None = None  # made at the first evaluation
+    reference: Callable | None = None  # frozen initial policy of the KL term (a model)
+    math_checker: MathChecker | None = None  # judges math answers (workers start on first use)
+    imports: list[ImportReport] | None = None  # reports of the labeled sets imported at the start
+    selection_log: SelectionLog | None = None  # when curriculum.selection is trapo
+    samples: SampleLog | None = None  # every step's rollouts, when run.log_samples
+    # programs of the benchmarks a proposal may not reproduce (`curriculum.decontaminate`)
+    benchmarks: BenchmarkPrograms = field(default_factory=BenchmarkPrograms)
+    kl: KLControl | None = None  # the KL coefficient (fixed, or adapted: trainer.kl_target)
+
+    @property
+    def judge(self) -> Judge:
+        """Judges the solver's answers: the executor, or the math checker for math tasks."""
+        return Judge(self.executor, self.math_checker)
+
+
+def run_folder(config: Config) -> Path:
+    return Path(config.run.folder.replace("{run}", config.curriculum.run))
+
+
+def _resolved(config: Config, folder: Path) -> Config:
+    """The configuration with the pool placed in the run folder unless it is set elsewhere,
+    and the generation backend that `engine.backend=auto` stands for here."""
+    store = config.curriculum.store
+    if store == type(config.curriculum)().store:
+        store = str(folder / "pool.sqlite")
+    asked = config.engine.backend
+    engine = replace(config.engine, backend=resolve_backend(asked))
+    config = replace(config, curriculum=replace(config.curriculum, store=store), engine=engine)
+    return _unconstrained_on_fallback(config) if asked == "auto" else config
+
+
+def _unconstrained_on_fallback(config: Config) -> Config:
+    """`engine.backend=auto` without vLLM: the transformers backend cannot constrain, so a
+    recipe that asks for constrained generation runs without it, and says so in one line."""
+    g = config.generation
+    asked = [k for k in ("constrained_proposals", "constrained_answers") if getattr(g, k)]
+    if config.engine.backend != "transformers" or not asked:
+        return config
+    print(
+        f"without vLLM, generation.{' and '.join(asked)} is off "
+        "(it needs vLLM's structured output)",
+        file=sys.stderr,
+    )
+    off = replace(g, constrained_proposals=False, constrained_answers=False)
+    return replace(config, generation=off)
+
+
+def _save_config(config: Config, folder: Path) -> None:
+    """Write config.yaml; a resumed run with a changed configuration keeps the old one too."""
+    path = folder / "config.yaml"
+    text = yaml.safe_dump(to_dict(config), sort_keys=False)
+    if path.exists() and path.read_text() != text:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path.rename(folder / f"config.before-{stamp}.yaml")
+    path.write_text(text)
+
+
+def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int]:
+    """Build (or resume) a run; returns it and the first step to run. Rank 0 calls
+    `announce(config, folder, device, processes, precision)` with the resolved configuration
+    and the update's precision before the model loads."""
+    # accelerate, the store's SQLAlchemy and the executor's RestrictedPython load only when a
+    # run opens: importing the loop (for `Run`, or the CLI's help) stays quick
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from accelerate.utils import set_seed
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.executor import Executor
+    from selfplay.semi.selection import select
+
+    labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
+    t = config.trainer
+    # accelerate keeps one state per process and refuses another mixed precision; a process
+    # that opens several runs in turn (benchmarks, tests) gives each its own settings
+    AcceleratorState._reset_state()
+    accelerator = Accelerator(
+        # without cpu=True, accelerate sees no distribution in CPU processes under torchrun
+        cpu=not (torch.cuda.is_available() or torch.backends.mps.is_available()),
+        mixed_precision=_mixed_precision(t.mixed_precision),
+        # the schedule counts optimizer steps; by default accelerate steps it once per process
+        step_scheduler_with_optimizer=False,
+    )
+    ranks = Ranks.of(accelerator)
+    _set_threads(config.run.threads, ranks)
+    folder = run_folder(config)
+    config = _resolved(config, folder)
+    _check_sharding(accelerator, config)
+    if announce is not None and ranks.is_main:
+        precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
+        announce(config, folder, str(accelerator.device), ranks.world_size, precision)
+    set_seed(config.run.seed)
+    model, tokenizer, source = load_model(
+        replace(config.model, dtype="float32"), str(accelerator.device)
+    )
+    if t.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    if t.lora.enabled:
+        model = _with_adapters(model, t)
+    reference = _reference(model) if t.kl_coef > 0 else None
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=t.lr, weight_decay=t.weight_decay)
+    warmup = max(1, t.warmup_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    # the first of the run in its folder, once the model has loaded: a run that fails before
+    # leaves nothing there but its log, and no folder (`selfplay.console`)
+    if ranks.is_main:
+        folder.mkdir(parents=True, exist_ok=True)
+        _save_config(config, folder)
+    executor = Executor(config.executor)
+    local = None
+    if ranks.is_main:
+        local = TaskStore.open(
+            config.curriculum.store,
+            config.curriculum.run,
+            config.curriculum,
+            run_config=to_dict(config),
+            answers=config.selfplay.solver_samples,
+            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
+        )
+    store = SharedStore(local, ranks)
+    start, saved = 1, {}
+    latest = ranks.broadcast(Checkpoints(folder).latest())
+    if latest is not None:
+        saved = Checkpoints(folder).load(accelerator, latest)
+        start = saved["step"] + 1
+    engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
+    if latest is not None:
+        engine.load_weights(accelerator.unwrap_model(model))
+    run = Run(
+        config=config,
+        folder=folder,
+        accelerator=accelerator,
+        model=model,
+        tokenizer=tokenizer,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        engine=engine,
+        executor=executor,
+        store=store,
+        pad_id=tokenizer.pad_token_id,
+        reference=reference,
+        math_checker=MathChecker(config.mathcheck),
+        ranks=ranks,
+        benchmarks=_benchmark_programs(config, ranks),
+        # an adapted coefficient goes on from the checkpoint's; a fixed one is the config's
+        kl=KLControl.of(t, saved.get("kl_coef") if t.kl_target > 0 else None),
+    )
+    if ranks.is_main:
+        _prepare_pool(run, labeled)
+    return run, start
+
+
+def _prepare_pool(run: Run, labeled) -> None:
+    """Rank 0 imports the labeled sets and seeds an empty pool before the first step."""
+    config, store, executor, folder = run.config, run.store.local, run.executor, run.folder
+    run.imports = semi.import_labeled(
+        store,
+        executor,
+        labeled,
+        folder,
+        config.selfplay.task_types,
+        run.math_checker,
+        limit=config.seed.labeled_limit,
+        seed=config.run.seed,
+    )
+    if config.curriculum.selection == "trapo":
+        run.selection_log = semi.SelectionLog(folder / "selection.jsonl")
+    _seed_pool(run)
+
+
+def _benchmark_programs(config: Config, ranks: Ranks) -> BenchmarkPrograms:
+    """The programs proposals are checked against; a benchmark without data is said once."""
+    programs = BenchmarkPrograms.load(config.curriculum.decontaminate)
+    if programs.missing and ranks.is_main:
+        names = ", ".join(f"{name} ({path})" for name, path in programs.missing.items())
+        print(
+            f"decontamination: no data for {names}; its programs are not checked", file=sys.stderr
+        )
+    return programs
+
+
+def _with_adapters(model, trainer):
+    """The model wrapped with LoRA adapters (`trainer.lora`); only they train."""
+    from selfplay.trainer.lora import wrap
+
+    model = wrap(model, trainer.lora)
+    if trainer.gradient_checkpointing:
+        # reentrant checkpointing (transformers 4's default) needs a layer input that requires
+        # a gradient, which frozen embeddings no longer give
+        model.enable_input_require_grads()
+    return model
+
+
+def _reference(model):
+    """The initial policy, frozen, for the KL penalty: a LoRA model's base with its adapters
+    disabled, else a copy of the initial weights. A resumed run gets the weights the run
+    started from again (the model folder it names), not the checkpoint."""
+    from selfplay.engine.weights import is_lora
+    from selfplay.trainer.lora import AdapterlessReference
+
+    if is_lora(model):
+        return AdapterlessReference(model)
+    reference = copy.deepcopy(model).eval()
+    reference.requires_grad_(False)
+    return reference
+
+
+def _check_sharding(accelerator, config: Config) -> None:
+    """FSDP shards the training model across ranks: the transformers backend, which generates
+    with that model, would have every rank wait for the others' shards at every token of
+    different prompts. Each rank's vLLM engine holds the whole model instead."""
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type != DistributedType.FSDP:
+        return
+    if config.engine.backend != "vllm":
+        raise ValueError(
+            "FSDP (from the accelerate config) needs engine.backend=vllm: the transformers "
+            "backend generates with the sharded training model; use DDP, or vLLM"
+        )
+    if config.trainer.lora.rank > 0:
+        raise ValueError(
+            "LoRA (trainer.lora.rank > 0) with FSDP is not supported: merging the adapters "
+            "into the weights pushed to vLLM needs whole tensors; use DDP"
+        )
+
+
+def _set_threads(setting: int, ranks: Ranks) -> None:
+    """torch's intra-op threads in this process: `run.threads`, or with 0 the machine's cores
+    shared among the run's processes on it (one each where there are more processes than
+    cores), so that processes do not oversubscribe the cores. One process keeps torch's own."""
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", ranks.world_size))
+    if setting == 0 and local == 1:
+        return
+    threads = setting or max(1, (os.cpu_count() or 1) // local)
+    torch.set_num_threads(threads)
+
+
+def _mixed_precision(setting: str) -> str:
+    """auto: bf16 autocast on a GPU that has it, float32 on a CPU. On a CPU that computes
+    bfloat16 natively (AVX512-BF16) bf16 made the update 1.2x faster, but the learning
+    benchmark's reduced run of SmolLM2 (full fine-tuning, 8 x 8 answers a step) fell from 1 of
+    16 train tasks to 0 under it where float32 rose to 3 of 16: ask for it (`bf16`) where a
+    benchmark shows it learns, as for the coder model with LoRA (recipes/cpu_learn.yaml). The
+    weights, gradients and optimizer state stay float32 either way."""
+    on_cpu = not (torch.cuda.is_available() or torch.backends.mps.is_available())
+    if setting == "bf16" and on_cpu and not cpu_has_bf16():
+        raise ConfigError(
+            "trainer.mixed_precision=bf16: this CPU has no native bfloat16 (no AVX512-BF16 or "
+            "AMX), so every bfloat16 matmul would be emulated, far slower than float32; set "
+            "trainer.mixed_precision=auto (float32 here)"
+        )
+    if setting != "auto":
+        return setting
+    if torch.cuda.is_available():
+        return "bf16" if torch.cuda.is_bf16_supported() else "no"
+    return "no"
+
+
+# AZR's seed task (program, input): the pool's first task in zero-data mode
+IDENTITY_SEED = ("def f(a):\n    return a", "'Hello World'")
+
+
+def _seed_pool(run: Run) -> None:
+    """Zero-data mode starts from AZR's single seed task: the identity function."""
+    store = run.store.local
+    if len(store) or not run.config.selfplay.seed_identity:
+        return
+    [verdict] = run.executor.validate([IDENTITY_SEED])
+    task = Task(
+        "deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s
+    )
+    store.add_tasks([task], Provenance("seed", 0, "", "identity"))
+
+
+def close_run(run: Run) -> None:
+    run.engine.close()
+    if run.evaluator is not None:
+        run.evaluator.close()
+    run.executor.close()
+    if run.math_checker is not None:
+        run.math_checker.close()
+    run.store.close()
+
+
+def check_start(config: Config) -> None:
+    """Refuse, before the run's folder exists, a labeled set that is not there or a precision
+    the CPU lacks (`open_run` would, but after the folder and the log are made)."""
+    semi.labeled_paths(config)
+    _mixed_precision(config.trainer.mixed_precision)
