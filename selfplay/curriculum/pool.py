@@ -34,6 +34,7 @@ class PoolIndex:
         self.size = 0
         self._data = {name: np.empty(0, dtype=dtype) for name, dtype in COLUMNS.items()}
         self._groups: list[np.ndarray] | None = None
+        self._derived: dict[tuple, object] = {}  # masks and flags of the fixed columns
 
     def __len__(self) -> int:
         return self.size
@@ -62,6 +63,7 @@ class PoolIndex:
             for name in self._data:
                 self._data[name][: self.size] = self[name][order]
         self._groups = None
+        self._derived = {}
 
     def take(self, positions: np.ndarray, names=COLUMNS) -> dict[str, np.ndarray]:
         """The `names` columns at `positions` (copies)."""
@@ -71,6 +73,17 @@ class PoolIndex:
         """Overwrite the given columns at `positions` (after a write has committed)."""
         for name, values in columns.items():
             self[name][positions] = values
+        if not {"type", "origin", "step"}.isdisjoint(columns):
+            self._groups = None
+            self._derived = {}
+        attempted = self._derived.get(("attempted",))
+        if attempted is not None and "n_answers" in columns:
+            positions = np.asarray(positions)
+            now = self["n_answers"][positions] > 0
+            kept = np.setdiff1d(attempted, positions[~now], assume_unique=True)
+            merged = np.union1d(kept, positions[now])
+            merged.flags.writeable = False
+            self._derived[("attempted",)] = merged
 
     def positions(self, ids) -> np.ndarray:
         """Positions of task ids; KeyError for ids this index does not hold."""
@@ -94,6 +107,37 @@ class PoolIndex:
         if unknown:
             raise ValueError(f"unknown task types {sorted(unknown)}; know {TASK_TYPES}")
         return [g if t in types else g[:0] for t, g in zip(TASK_TYPES, self._groups, strict=True)]
+
+    def equal(self, name: str, value: int) -> np.ndarray:
+        """`self[name] == value` for a fixed column (type, origin, step; cached until the
+        next append). Read only."""
+        key = ("equal", name, value)
+        if key not in self._derived:
+            mask = self[name] == value
+            mask.flags.writeable = False
+            self._derived[key] = mask
+        return self._derived[key]
+
+    def attempted(self) -> np.ndarray:
+        """Positions of the tasks with answers (`n_answers > 0`), ascending; cached, and kept
+        up to date by `put`. Read only."""
+        key = ("attempted",)
+        if key not in self._derived:
+            positions = np.flatnonzero(self["n_answers"] > 0)
+            positions.flags.writeable = False
+            self._derived[key] = positions
+        return self._derived[key]
+
+    def created_after(self, step: int) -> np.ndarray:
+        """Positions of the tasks created after `step`, ascending. Tasks are mostly added in
+        step order, and then these are a tail of the index, found by binary search."""
+        key = ("step_sorted",)
+        if key not in self._derived:
+            column = self["step"]
+            self._derived[key] = bool(np.all(column[1:] >= column[:-1]))
+        if self._derived[key]:
+            return np.arange(np.searchsorted(self["step"], step, side="right"), self.size)
+        return np.flatnonzero(self["step"] > step)
 
     @property
     def max_step(self) -> int:

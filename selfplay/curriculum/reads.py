@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 
 import numpy as np
 from sqlalchemy import BigInteger, Row, Text, case, select
@@ -82,20 +83,44 @@ def load_rows(
     return rows, {t: tuple(r for _, r in sorted(v)) for t, v in refs.items()}
 
 
-def pool_task(row: Row, references: tuple[int, ...], estimate) -> PoolTask:
-    task = Task(
-        row.type,
-        row.program,
-        tuple(row.inputs),
-        tuple(row.outputs),
-        row.message,
-        row.n_visible,
-        row.cpu_s,
-    )
-    prov = Provenance(
-        row.origin, row.step, row.model_version, row.source, row.source_id, references
-    )
-    return PoolTask(row.id, task, row.hash, prov, estimate)
+_POOL_TASK_FIELDS = """id hash type program inputs outputs message n_visible cpu_s origin step
+    model_version source source_id""".split()
+
+
+def pool_tasks(rows: Sequence[Row], refs: dict[int, tuple], estimates) -> list[PoolTask]:
+    """Rows (of one query) as pool tasks, with their references and estimates."""
+    if not rows:
+        return []
+    # one tuple look-up per field: a Row attribute look-up is several times slower
+    fields = itemgetter(*(rows[0]._fields.index(name) for name in _POOL_TASK_FIELDS))
+    tasks = []
+    for row, estimate in zip(rows, estimates, strict=True):
+        values = fields(row)
+        tasks.append(pool_task(values, refs.get(values[0], ()), estimate))
+    return tasks
+
+
+def pool_task(values: tuple, references: tuple[int, ...], estimate) -> PoolTask:
+    """A pool task from a row's values in `_POOL_TASK_FIELDS` order."""
+    (
+        task_id,
+        content_hash,
+        task_type,
+        program,
+        inputs,
+        outputs,
+        message,
+        n_visible,
+        cpu_s,
+        origin,
+        step,
+        model_version,
+        source,
+        source_id,
+    ) = values
+    task = Task(task_type, program, tuple(inputs), tuple(outputs), message, n_visible, cpu_s)
+    prov = Provenance(origin, step, model_version, source, source_id, references)
+    return PoolTask(task_id, task, content_hash, prov, estimate)
 
 
 def induction_inputs(

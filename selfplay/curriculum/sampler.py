@@ -75,13 +75,16 @@ SHAPES: dict[str, Callable] = {
 _GRID = np.linspace(0.0, 1.0, 2001)
 
 
-def learnability(config: CurriculumConfig, p, attempted, answers: int) -> np.ndarray:
+def learnability(
+    config: CurriculumConfig, p, attempted, answers: int, positions: np.ndarray | None = None
+) -> np.ndarray:
     """Sampling weight of each task: its shape value, or the exploration weight if unattempted;
-    `answers` is how many answers a drawn task gets (`selfplay.solver_samples`)."""
+    `answers` is how many answers a drawn task gets (`selfplay.solver_samples`); `positions`,
+    if known, are those of the attempted tasks."""
     shape = SHAPES[config.shape]
     explore = config.explore_weight * float(np.max(shape(_GRID, config, answers)))
     weights = np.full(len(p), explore)
-    pos = np.flatnonzero(attempted)
+    pos = np.flatnonzero(attempted) if positions is None else positions
     weights[pos] = np.clip(shape(p[pos], config, answers), 0.0, None)
     return weights
 
@@ -91,7 +94,11 @@ def generator(config: CurriculumConfig, step: int, salt: int, stream: int) -> np
 
 
 def weighted_sample(
-    weights: np.ndarray, k: int, rng: np.random.Generator, exclude: np.ndarray | None = None
+    weights: np.ndarray,
+    k: int,
+    rng: np.random.Generator,
+    exclude: np.ndarray | None = None,
+    positive: int | None = None,
 ) -> np.ndarray:
     """Up to k distinct positions, drawn one after another proportionally to `weights`,
     never one of `exclude`.
@@ -100,10 +107,13 @@ def weighted_sample(
     repeat is rejected, and what is left is drawn in proportion to its weight); it needs one
     cumulative sum and about k lookups, where exponential keys would need a random number and a
     logarithm per task. When k is a large part of the drawable tasks, repeats would be many, so
-    Gumbel top-k keys are used instead (the same distribution).
+    Gumbel top-k keys are used instead (the same distribution). `positive`, if known, is the
+    number of positive weights.
     """
     skip = set() if exclude is None else set(exclude.tolist())
-    positive = int(np.count_nonzero(weights > 0)) - sum(1 for i in skip if weights[i] > 0)
+    if positive is None:
+        positive = int(np.count_nonzero(weights > 0))
+    positive -= sum(1 for i in skip if weights[i] > 0)
     k = min(k, positive)
     if k <= 0:
         return np.empty(0, dtype=np.int64)
@@ -160,17 +170,19 @@ def draw(
 ) -> np.ndarray:
     """Positions of a batch: `groups` holds the positions of each task type, `recent` for each
     group the positions within it of its recent tasks."""
-    per_group = [weights[g] for g in groups]
+    per_group = [np.take(weights, g) for g in groups]  # take: a faster gather than weights[g]
     available = [int(np.count_nonzero(w > 0)) for w in per_group]
     picked = []
     counts = apportion(n, config.type_quotas, available)
-    for group, w, fresh, count in zip(groups, per_group, recent, counts, strict=True):
+    for group, w, fresh, count, positive in zip(
+        groups, per_group, recent, counts, available, strict=True
+    ):
         if count == 0:
             continue
         fresh = fresh[w[fresh] > 0]
         n_recent = min(int(config.recent_share * count), len(fresh))
         first = fresh[weighted_sample(w[fresh], n_recent, rng)]
-        rest = weighted_sample(w, count - len(first), rng, exclude=first)
+        rest = weighted_sample(w, count - len(first), rng, exclude=first, positive=positive)
         picked.append(group[np.concatenate([first, rest])])
     out = np.concatenate(picked) if picked else np.empty(0, dtype=np.int64)
     return out[rng.permutation(len(out))]

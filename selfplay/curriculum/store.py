@@ -77,7 +77,8 @@ class TaskStore:
         self._index = PoolIndex()
         self._abilities: dict[int, tuple[float, float, int]] = {}  # step -> theta, precision, n
         self._recorded: set[tuple[int, str]] = set()  # (step, model version) with attempts
-        self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
+        # (key, (p, attempted), positions of the attempted tasks) of the last solve_rates
+        self._p_cache: tuple[tuple, tuple[np.ndarray, np.ndarray], np.ndarray] | None = None
         self._checkpointer = database.checkpointer(engine, config)
         self._trajectories = TrajectoryWindow(config.trapo_window)
         self._select = selector
@@ -313,18 +314,19 @@ class TaskStore:
             return self._p_cache[1]
         ix, cfg = self._index, self._config
         theta, theta_sd = self.ability(step)
-        attempted = ix["n_answers"] > 0
+        pos = ix.attempted()
+        attempted = np.zeros(len(ix), dtype=bool)
+        attempted[pos] = True
         # A never-attempted task has the prior difficulty and no answers: one shared estimate.
         prior_var = cfg.difficulty_prior_sd**2
         p = np.full(len(ix), float(difficulty.irt_p(theta, theta_sd**2, 0.0, prior_var)))
-        pos = np.flatnonzero(attempted)
         succ, fail = ix["succ"][pos], ix["fail"][pos]
         w = _decay_table(cfg, step, ix["last_step"][pos])
         var_b = difficulty.difficulty_variance(cfg, ix["difficulty_precision"][pos])
         p_irt = difficulty.irt_p(theta, theta_sd**2, ix["difficulty"][pos], var_b)
         p[pos] = difficulty.combined(cfg, p_irt, succ, fail, w)
         value = (p, attempted)
-        self._p_cache = (key, value)
+        self._p_cache = (key, value, pos)
         return value
 
     def estimates(self, ids: Sequence[int], step: int | None = None) -> list[Estimate]:
@@ -342,15 +344,13 @@ class TaskStore:
         p = difficulty.combined(cfg, p_irt, pick["succ"], pick["fail"], w)
         post = difficulty.posterior_mean(cfg, pick["succ"], pick["fail"], w)
         n_eff = w * (pick["succ"] + pick["fail"])
-        return [
-            Estimate(
-                *(float(x) for x in (p[i], post[i], n_eff[i], p_irt[i], pick["difficulty"][i])),
-                float(var_b[i] ** 0.5),
-                theta,
-                int(pick["n_answers"][i]),
-                int(pick["n_correct"][i]),
+        columns = (p, post, n_eff, p_irt, pick["difficulty"], var_b)
+        counts = (pick["n_answers"], pick["n_correct"])
+        return [  # tolist: Python floats and ints, the values float() and int() would give
+            Estimate(p_, mean, n_, irt, b, v**0.5, theta, n_answers, n_correct)
+            for p_, mean, n_, irt, b, v, n_answers, n_correct in zip(
+                *(c.tolist() for c in columns), *(c.tolist() for c in counts)
             )
-            for i in range(len(positions))
         ]
 
     # -- drawing ------------------------------------------------------------------------------
@@ -370,13 +370,15 @@ class TaskStore:
         """
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
-        weights = sampler.learnability(self._config, p, attempted, self._answers)
+        weights = sampler.learnability(
+            self._config, p, attempted, self._answers, positions=self._p_cache[2]
+        )
         chosen = None
         if self._config.selection == "trapo":
             chosen = self.selection(step)
             weights[self._index.positions(chosen.rejected)] = 0.0
         groups = self._index.groups(types)
-        labeled = self._index["origin"] == ORIGINS.index("labeled")
+        labeled = self._index.equal("origin", ORIGINS.index("labeled"))
         rng = sampler.generator(self._config, step, salt, stream=0)
         positions = self._draw_split(n, weights, groups, labeled, step, rng)
         tasks = self.get(self._index["id"][positions].tolist(), step)
@@ -410,7 +412,7 @@ class TaskStore:
     def _draw(self, n, weights, groups, step, rng) -> np.ndarray:
         if n <= 0:
             return np.empty(0, dtype=np.int64)
-        recent = np.flatnonzero(self._index["step"] > step - self._config.recent_steps)
+        recent = self._index.created_after(step - self._config.recent_steps)
         recent_in = [_members(g, recent) for g in groups]
         return sampler.draw(self._config, n, weights, groups, recent_in, rng)
 
@@ -461,10 +463,7 @@ class TaskStore:
         """Tasks by id, in the order given, with their provenance and estimates."""
         estimates = self._estimates(self._index.positions(ids), step) if len(ids) else []
         rows, refs = reads.load_rows(self._engine, ids)
-        return [
-            reads.pool_task(rows[i], refs.get(i, ()), e)
-            for i, e in zip(ids, estimates, strict=True)
-        ]
+        return reads.pool_tasks([rows[i] for i in ids], refs, estimates)
 
     def induction_inputs(
         self, programs: Sequence[str], before_step: int

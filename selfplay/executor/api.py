@@ -121,20 +121,32 @@ class Executor:
     def compile_input(self, text: str, mode: str) -> CompiledInput | PolicyRejection:
         return _compile_input(text, mode, self.limits)
 
+    def batch(
+        self, items: Sequence[tuple[str, CompiledInput, float, int | None]]
+    ) -> tuple[list[bytes], list[ProgramRun]]:
+        """One worker's batch of (program source, input, CPU limit, group) runs: each program
+        is sent once however many runs it has."""
+        programs: list[bytes] = []
+        slots: dict[str, int] = {}
+        runs = []
+        for source, call, cpu, group in items:
+            slot = slots.get(source)
+            if slot is None:
+                slot = slots[source] = len(programs)
+                programs.append(self.marshalled(source))
+            runs.append(ProgramRun(slot, _marshal_code(call.code), call.expression, cpu, group))
+        return programs, runs
+
     def run_items(
         self, items: Sequence[tuple[str, CompiledInput, int, float, int | None]]
     ) -> list[RunResult]:
         """Run (program source, input, worker, CPU limit, group) items; results in order."""
-        jobs: dict[int, tuple[list[bytes], list[ProgramRun]]] = {}
-        slots: dict[tuple[int, str], int] = {}
+        per_worker: dict[int, list] = {}
         positions = []
         for source, call, worker, cpu, group in items:
-            programs, runs = jobs.setdefault(worker, ([], []))
-            if (worker, source) not in slots:
-                slots[worker, source] = len(programs)
-                programs.append(self.marshalled(source))
+            runs = per_worker.setdefault(worker, [])
             positions.append((worker, len(runs)))
-            code = _marshal_code(call.code)
-            runs.append(ProgramRun(slots[worker, source], code, call.expression, cpu, group))
+            runs.append((source, call, cpu, group))
+        jobs = {worker: self.batch(runs) for worker, runs in per_worker.items()}
         results = self.pool.run(jobs) if items else {}
         return [results[worker][index] for worker, index in positions]

@@ -74,6 +74,7 @@ _DUNDER_DEFS = SAFE_DUNDERS | _EXTRA_DUNDER_DEFS
 _CLASS_DUNDER_ASSIGNMENTS = frozenset({"__slots__", "__hash__"})
 _RP_TEMPORARY = re.compile(r"_tmp\d+\Z")
 _RESERVED = frozenset({"_print", "printed", "builtins", "breakpoint"})
+_CONTEXTS = (ast.Load, ast.Store, ast.Del)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,53 @@ class SandboxTransformer(RestrictingNodeTransformer):
         self._class_depth = 0
         self._bound_names: set[str] = set()
         self._rule: str | None = None
+
+    # -- traversal ---------------------------------------------------------------------------
+    # `ast.NodeTransformer`'s, without its per-node string building, attribute look-ups and
+    # generators (compilation is most of a validation's time on the trusted side)
+
+    _methods: dict[type, object] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+    def visit(self, node: ast.AST):
+        method = self._methods.get(type(node))
+        if method is None:
+            name = "visit_" + type(node).__name__
+            method = getattr(type(self), name, None) or type(self).generic_visit
+            self._methods[type(node)] = method
+        return method(self, node)
+
+    def node_contents_visit(self, node):
+        visit = self.visit
+        for field in node._fields:
+            try:
+                old = getattr(node, field)
+            except AttributeError:
+                continue
+            if isinstance(old, list):
+                new_values = []
+                for value in old:
+                    if isinstance(value, ast.AST):
+                        value = visit(value)
+                        if value is None:
+                            continue
+                        if not isinstance(value, ast.AST):
+                            new_values.extend(value)
+                            continue
+                    new_values.append(value)
+                old[:] = new_values
+            elif isinstance(old, _CONTEXTS):
+                continue  # `visit_Load` and the others return the (field-less) node itself
+            elif isinstance(old, ast.AST):
+                new_node = visit(old)
+                if new_node is None:
+                    delattr(node, field)
+                else:
+                    setattr(node, field, new_node)
+        return node
 
     # -- reporting ---------------------------------------------------------------------------
 
@@ -181,14 +229,16 @@ class SandboxTransformer(RestrictingNodeTransformer):
     def visit_Attribute(self, node: ast.Attribute):
         self.check_attribute_name(node, node.attr, node.ctx)
         node = self.node_contents_visit(node)
+        # The new nodes get the attribute's location, as `copy_locations` would give them,
+        # without its walk over the (already located) value below them.
         if isinstance(node.ctx, ast.Load):
-            new = ast.Call(
-                ast.Name("_getattr_", ast.Load()), [node.value, ast.Constant(node.attr)], []
-            )
-            copy_locations(new, node)
+            name, attr = ast.Name("_getattr_", ast.Load()), ast.Constant(node.attr)
+            new = ast.Call(name, [node.value, attr], [])
+            _locate(node, new, name, attr)
             return new
-        node.value = ast.Call(ast.Name("_write_", ast.Load()), [node.value], [])
-        copy_locations(node.value, node)
+        name = ast.Name("_write_", ast.Load())
+        node.value = ast.Call(name, [node.value], [])
+        _locate(node, node.value, name)
         return node
 
     # -- statements RestrictedPython refuses -------------------------------------------------
@@ -322,6 +372,13 @@ class SandboxTransformer(RestrictingNodeTransformer):
                     self.deny(sub, "forbidden_name", f'"{sub.id}" is not available')
 
 
+def _locate(old: ast.AST, *new: ast.AST) -> None:
+    """Give new nodes the location of `old`."""
+    for node in new:
+        node.lineno, node.col_offset = old.lineno, old.col_offset
+        node.end_lineno, node.end_col_offset = old.end_lineno, old.end_col_offset
+
+
 def _load(name: str) -> ast.Name:
     return ast.Name(name, ast.Load())
 
@@ -337,19 +394,33 @@ def _assign(name: str, value: ast.expr) -> ast.Assign:
 def _bound_names(tree: ast.AST) -> set[str]:
     """Names the program binds itself (so `def f(input):` may use `input`)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif (
+    stack: list = [tree]
+    pop, extend, add = stack.pop, stack.extend, names.add
+    AST, Name, Load = ast.AST, ast.Name, ast.Load
+    while stack:  # every node, as ast.walk, without its generators
+        node = pop()
+        if isinstance(node, Name):
+            if not isinstance(node.ctx, Load):
+                add(node.id)
+            continue  # its only child is the context
+        if not isinstance(node, AST):  # names in Global, None in Dict keys, ...
+            continue
+        if (
             isinstance(node, ast.ExceptHandler)
             and node.name
             or isinstance(node, (ast.FunctionDef, ast.ClassDef))
         ):
-            names.add(node.name)
+            add(node.name)
         elif isinstance(node, ast.arg):
-            names.add(node.arg)
+            add(node.arg)
         elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.partition(".")[0])
+            add(node.asname or node.name.partition(".")[0])
+        for field in node._fields:
+            child = getattr(node, field, None)
+            if type(child) is list:
+                extend(child)
+            elif isinstance(child, AST):
+                stack.append(child)
     return names
 
 

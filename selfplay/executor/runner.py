@@ -198,6 +198,7 @@ class WorkerPool:
         self.size = config.workers or max(2, os.cpu_count() or 2)
         self.bwrap = self._find_bwrap()
         self.workers = [_Worker(i, config, self.bwrap) for i in range(self.size)]
+        self._pending: dict[int, tuple[float, int]] = {}  # worker: (batch deadline, runs)
         started = time.monotonic()
         for worker in self.workers:
             worker.start()
@@ -287,11 +288,17 @@ class WorkerPool:
         self, jobs: dict[int, tuple[list[bytes], list[ProgramRun]]]
     ) -> dict[int, list[RunResult]]:
         """Execute `{worker index: (marshalled programs, runs)}` concurrently."""
-        deadlines, results = {}, {}
+        assert not self._pending, "run() while submitted batches are outstanding"
+        results = {index: [] for index, (_, runs) in jobs.items() if not runs}
+        self.submit({index: job for index, job in jobs.items() if job[1]})
+        while self._pending:
+            results.update(self.collect(None))
+        return results
+
+    def submit(self, jobs: dict[int, tuple[list[bytes], list[ProgramRun]]]) -> None:
+        """Send each worker its batch without waiting; the worker must be idle (`busy`)."""
         for index, (programs, runs) in jobs.items():
-            if not runs:
-                results[index] = []
-                continue
+            assert index not in self._pending, f"worker {index} already has a batch"
             worker = self._live(index)
             job = self._job_settings()
             job["programs"] = programs
@@ -300,9 +307,8 @@ class WorkerPool:
             job["cpu_budget_s"] = sum(r.cpu_s for r in runs) * 2 + 1
             worker.send(marshal.dumps(("batch", job)))
             budget = sum(2 * r.cpu_s + self.config.wall_slack_s for r in runs)
-            deadlines[index] = time.monotonic() + budget + self.config.batch_grace_s
-        self._collect(jobs, deadlines, results)
-        return results
+            deadline = time.monotonic() + budget + self.config.batch_grace_s
+            self._pending[index] = (deadline, len(runs))
 
     def _live(self, index: int) -> _Worker:
         worker = self.workers[index]
@@ -312,31 +318,48 @@ class WorkerPool:
             self._await_ready(worker)
         return worker
 
-    def _collect(self, jobs, deadlines, results) -> None:
+    @property
+    def busy(self) -> set[int]:
+        """Workers with a submitted batch whose results have not been collected."""
+        return set(self._pending)
+
+    def collect(self, timeout: float | None) -> dict[int, list[RunResult]]:
+        """Results of the submitted batches that finish (or fail) within `timeout` seconds
+        (None: wait for at least one); each batch's results are returned once."""
+        results: dict[int, list[RunResult]] = {}
+        if not self._pending:
+            return results
         max_bytes = 64 << 20
+        until = None if timeout is None else time.monotonic() + timeout
         with selectors.DefaultSelector() as sel:
-            for index in deadlines:
+            for index in self._pending:
                 sel.register(self.workers[index].proc.stdout, selectors.EVENT_READ, index)
-            while deadlines:
-                timeout = max(0.0, min(deadlines.values()) - time.monotonic())
-                for key, _ in sel.select(timeout):
+            while self._pending and not (results and until is None):
+                now = time.monotonic()
+                wait = min(deadline for deadline, _ in self._pending.values()) - now
+                if until is not None:
+                    wait = min(wait, until - now)
+                for key, _ in sel.select(max(0.0, wait)):
                     index = key.data
-                    worker = self.workers[index]
+                    worker, count = self.workers[index], self._pending[index][1]
                     alive = worker.read_some()
                     frame = worker.take_frame(max_bytes)
-                    if frame is not None:
-                        results[index] = self._decode(index, frame, len(jobs[index][1]))
-                    elif alive:
+                    if frame is None and alive:
                         continue
-                    else:
-                        results[index] = self._lost(index, len(jobs[index][1]), "worker exited")
                     sel.unregister(key.fileobj)
-                    del deadlines[index]
+                    del self._pending[index]
+                    if frame is not None:
+                        results[index] = self._decode(index, frame, count)
+                    else:
+                        results[index] = self._lost(index, count, "worker exited")
                 now = time.monotonic()
-                for index in [i for i, d in deadlines.items() if d <= now]:
+                for index in [i for i, (d, _) in self._pending.items() if d <= now]:
                     sel.unregister(self.workers[index].proc.stdout)
-                    results[index] = self._lost(index, len(jobs[index][1]), "batch deadline passed")
-                    del deadlines[index]
+                    count = self._pending.pop(index)[1]
+                    results[index] = self._lost(index, count, "batch deadline passed")
+                if until is not None and now >= until:
+                    break
+        return results
 
     def _lost(self, index: int, count: int, why: str) -> list[RunResult]:
         """A worker died or stalled: its runs failed, and it is replaced on next use."""

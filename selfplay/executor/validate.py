@@ -3,9 +3,8 @@
 A case is valid when the program parses, passes the policy, defines `f`, the input is an
 argument list (literal, unless the caller asks for expression inputs), and `f(input)` returns a
 canonical value within the limits, twice, in two processes with different hash seeds, with the
-same canonical output. Round one runs every case once, spread over all workers; round two runs
-the survivors again, each on a different worker than its first run, so that a failing case
-costs one run.
+same canonical output. Every case runs once, spread over all workers; the survivors run again,
+each on a different worker than its first run, so that a failing case costs one run.
 """
 
 from __future__ import annotations
@@ -19,30 +18,68 @@ from selfplay.types import Verdict
 __all__ = ["validate_cases"]
 
 
+#: Cases compiled between two looks at the workers, and the fewest runs worth a batch of their
+#: own while compilation goes on.
+_CHUNK = 32
+_MIN_BATCH = 128
+
+
 def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> list[Verdict]:
+    """Compilation (trusted side) and the runs (sandbox) overlap: every `_CHUNK` cases, idle
+    workers get the runs queued for them, first runs and second runs of cases whose first run
+    succeeded alike. While compiling goes on a batch is a whole number of sandbox children's
+    worth of runs (`runs_per_child`, at least `_MIN_BATCH`): a worker forks a child per batch
+    and per `runs_per_child` runs, and a child costs about as much as a hundred short runs,
+    so splitting the work into more batches than children must not add any."""
     verdicts: list[Verdict | None] = [None] * len(cases)
     ready: list[tuple[int, str, CompiledInput]] = []
-    for i, (program, input_text) in enumerate(cases):
-        compiled = executor.compile(program)
-        call = (
-            compiled
-            if isinstance(compiled, PolicyRejection)
-            else executor.compile_input(input_text, mode)
-        )
-        if isinstance(call, PolicyRejection):
-            verdicts[i] = Verdict(False, call.reason, detail=call.detail)
-        else:
-            ready.append((i, program, call))
-    n = executor.pool.size
-    cpu = executor.config.run_timeout_s
-    first = executor.run_items(
-        [(src, call, k % n, cpu, None) for k, (_, src, call) in enumerate(ready)]
-    )
-    again = [k for k, result in enumerate(first) if result.ok]
-    second = executor.run_items([(ready[k][1], ready[k][2], (k + 1) % n, cpu, None) for k in again])
-    second_of = dict(zip(again, second, strict=True))
+    pool, n, cpu = executor.pool, executor.pool.size, executor.config.run_timeout_s
+    per_child = max(1, executor.config.runs_per_child)
+    unit = per_child * -(-_MIN_BATCH // per_child)
+    queued: dict[int, list[tuple[int, int]]] = {w: [] for w in range(n)}  # (case, round)
+    in_flight: dict[int, list[tuple[int, int]]] = {}
+    results: tuple[dict[int, RunResult], dict[int, RunResult]] = ({}, {})
+
+    def dispatch(unit: int) -> None:
+        """Idle workers get their queued runs, a multiple of `unit` of them."""
+        jobs = {}
+        for worker, runs in queued.items():
+            size = len(runs) // unit * unit
+            if size and worker not in in_flight:
+                items = [(ready[k][1], ready[k][2], cpu, None) for k, _ in runs[:size]]
+                jobs[worker] = executor.batch(items)
+                in_flight[worker], queued[worker] = runs[:size], runs[size:]
+        pool.submit(jobs)
+
+    def take(finished: dict[int, list[RunResult]]) -> None:
+        for worker, batch in finished.items():
+            for (k, second), result in zip(in_flight.pop(worker), batch, strict=True):
+                results[second][k] = result
+                if not second and result.ok:  # the second run on another worker
+                    queued[(k + 1) % n].append((k, 1))
+
+    for start in range(0, len(cases), _CHUNK):
+        for i in range(start, min(start + _CHUNK, len(cases))):
+            program, input_text = cases[i]
+            compiled = executor.compile(program)
+            call = (
+                compiled
+                if isinstance(compiled, PolicyRejection)
+                else executor.compile_input(input_text, mode)
+            )
+            if isinstance(call, PolicyRejection):
+                verdicts[i] = Verdict(False, call.reason, detail=call.detail)
+            else:
+                queued[len(ready) % n].append((len(ready), 0))
+                ready.append((i, program, call))
+        take(pool.collect(0))
+        dispatch(unit)
+    while in_flight or any(queued.values()):
+        dispatch(1)
+        take(pool.collect(None))
+    first, second = results
     for k, (case, _, call) in enumerate(ready):
-        verdicts[case] = _judge(executor, call.text, first[k], second_of.get(k))
+        verdicts[case] = _judge(executor, call.text, first[k], second.get(k))
     return verdicts
 
 
@@ -55,7 +92,8 @@ def _judge(executor, input_text: str, a: RunResult, b: RunResult | None) -> Verd
             return Verdict(False, b.reason, input=input_text, cpu_s=cpu, detail=b.detail)
         detail = f"first run returned, second failed with {b.reason}: {b.detail}"
         return Verdict(False, "nondeterministic", input=input_text, cpu_s=cpu, detail=detail)
-    out_a, out_b = executor.recanonical(a.output), executor.recanonical(b.output)
+    out_a = executor.recanonical(a.output)
+    out_b = out_a if b.output == a.output else executor.recanonical(b.output)  # same text
     if out_a is None or out_b is None:
         return Verdict(False, "crash:protocol", input=input_text, detail="unparseable output")
     if out_a != out_b:
