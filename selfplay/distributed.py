@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from selfplay.engine.base import Generation, SamplingParams, derive_seed
@@ -43,6 +44,7 @@ __all__ = [
     "SharedStore",
     "RankFailed",
     "generate",
+    "group_timeout",
     "launch_rank",
     "share_bounds",
     "share_of",
@@ -90,8 +92,10 @@ class Ranks:
             )
 
     @classmethod
-    def of(cls, accelerator) -> Ranks:
-        """The ranks of an `accelerate.Accelerator` (initialised: its process group exists)."""
+    def of(cls, accelerator, timeout_s: float | None = None) -> Ranks:
+        """The ranks of an `accelerate.Accelerator` (initialised: its process group exists);
+        the gloo group made for records where the default one is NCCL waits `timeout_s` in a
+        collective (torch's default when None), as the default group does (`group_timeout`)."""
         world, rank = accelerator.num_processes, accelerator.process_index
         if world == 1:
             return cls()
@@ -99,7 +103,8 @@ class Ranks:
 
         group = None
         if dist.get_backend() != "gloo":
-            group = dist.new_group(backend="gloo")
+            timeout = None if timeout_s is None else timedelta(seconds=timeout_s)
+            group = dist.new_group(backend="gloo", timeout=timeout)
         return cls(rank, world, group=group)
 
     @property
@@ -189,6 +194,21 @@ class Ranks:
 class _Failure:
     rank: int
     error: str
+
+
+def group_timeout(seconds: float):
+    """accelerate's handler that gives the process group it creates a timeout of `seconds`
+    (`run.process_group_timeout_s`): how long a rank waits in a collective before it fails.
+
+    accelerate passes on only fields that differ from the handler's defaults, and its default
+    timeout is NCCL's 600 s: 600 s exactly would leave a gloo group at torch's 1800. A
+    microsecond more is passed on."""
+    from accelerate.utils import InitProcessGroupKwargs
+
+    timeout = timedelta(seconds=seconds)
+    if timeout == InitProcessGroupKwargs().timeout:
+        timeout += timedelta(microseconds=1)
+    return InitProcessGroupKwargs(timeout=timeout)
 
 
 def share_of(items: Sequence, k: int, shares: int) -> list:

@@ -111,7 +111,7 @@ def _run(config: Config, out, log: Path) -> Path:
             before = seed_from_model(state)  # on every rank: generation is shared
             if before:
                 progress.seeded(before)
-            if cfg.run.eval_every and main:
+            if cfg.run.eval_every:  # on every rank: each answers its share
                 before.update(_evaluate(state, 0, progress))
             if before and main:
                 logger.log(0, before)
@@ -119,7 +119,7 @@ def _run(config: Config, out, log: Path) -> Path:
             metrics = run_step(state, step)
             metrics["run/world_size"] = float(state.ranks.world_size)
             progress.step(step, metrics)
-            if main and _evaluates_after(cfg.run, step):
+            if _evaluates_after(cfg.run, step):
                 metrics.update(_evaluate(state, step, progress))
             if main:
                 logger.log(step, metrics)
@@ -145,7 +145,7 @@ def _evaluate(state: Run, step: int, progress: Progress) -> dict[str, float]:
 
     started = time.perf_counter()
     if state.evaluator is None:
-        state.evaluator = InLoopEval(state.config, state.executor, state.math_checker)
+        state.evaluator = InLoopEval(state.config, state.executor, state.math_checker, state.ranks)
     metrics = state.evaluator(state.engine, state.folder, step)
     progress.evaluation(step, metrics, time.perf_counter() - started)
     return metrics

@@ -35,7 +35,7 @@ from selfplay.config import Config, to_dict
 from selfplay.config.fields import ConfigError
 from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
-from selfplay.distributed import Ranks, SharedStore
+from selfplay.distributed import Ranks, SharedStore, group_timeout
 from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
@@ -162,8 +162,9 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         mixed_precision=_mixed_precision(t.mixed_precision),
         # the schedule counts optimizer steps; by default accelerate steps it once per process
         step_scheduler_with_optimizer=False,
+        kwargs_handlers=[group_timeout(config.run.process_group_timeout_s)],
     )
-    ranks = Ranks.of(accelerator)
+    ranks = Ranks.of(accelerator, config.run.process_group_timeout_s)
     _set_threads(config.run.threads, ranks)
     folder = run_folder(config)
     config = _resolved(config, folder)

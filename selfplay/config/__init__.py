@@ -396,6 +396,12 @@ class RunConfig(Checked):
         "torch threads per process; 0: torch's default for one process, the machine's cores "
         "shared among the processes on it for several",
     )
+    process_group_timeout_s: int = knob(
+        1800,
+        "several processes: how long a rank waits in a collective (for the others' share of a "
+        "stage or an evaluation, rank 0's pool, a checkpoint) before the run stops with an "
+        "error; 1800 is torch's default for gloo (NCCL's is 600)",
+    )
     checkpoint_every: int = knob(5, "save a checkpoint every this many steps (and at the end)")
     keep_checkpoints: int = knob(2, "checkpoints kept on disk")
     eval_every: int = knob(0, "evaluate every N steps, before the first, after the last; 0: never")
@@ -421,7 +427,7 @@ class RunConfig(Checked):
     )
 
     def check(self) -> None:
-        positive(self, "steps", "checkpoint_every", "keep_checkpoints")
+        positive(self, "steps", "checkpoint_every", "keep_checkpoints", "process_group_timeout_s")
         if self.threads < 0:
             raise ConfigError(f"run.threads: {self.threads}; use 0 (automatic) or a count")
         if not self.eval_benchmarks:

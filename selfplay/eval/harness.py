@@ -1,5 +1,7 @@
 """One evaluation loop for every benchmark: generate n samples per problem, read an answer out
-of each, judge all answers in one batch, score pass@k, and keep one record per sample.
+of each, judge all answers in one batch, score pass@k, and keep one record per sample. Under
+several ranks (`sharded.across`) each rank does the first three for its share of the problems
+and the answers and verdicts are gathered in problem order before the rest (`sharded.py`).
 
 A benchmark module (`cruxeval.py`, `math_benchmarks.py`, `code_benchmarks.py`) supplies only
 what is its own:
@@ -31,6 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from selfplay import console
+from selfplay.distributed import share_seed
+from selfplay.eval import sharded
 from selfplay.eval.passk import pass_at_k_metrics
 from selfplay.extract import ANSWER_STOP
 from selfplay.types import ParseFailure, Verdict
@@ -92,19 +96,27 @@ def evaluate(
 ) -> tuple[dict[str, float], list[dict]]:
     """(metrics `{name}/pass@{k}`, per-sample records) of `problems`; see the module doc."""
     params = replace(params, stop=params.stop or ANSWER_STOP)
-    with console.doing(f"eval {name}"):
-        generations = engine.generate([prompt(p) for p in problems], params)
-    answers = [
-        [read(p, c) for c in g.completions] for p, g in zip(problems, generations, strict=True)
-    ]
-    items = [
-        (task(p), [a for a in given if isinstance(a, str)])
-        for p, given in zip(problems, answers, strict=True)
-    ]
-    judged = judge.judge(items)
+    shares = sharded.current().shares
+
+    def answer(part: list, k: int) -> list[tuple[list, list[Verdict]]]:
+        """(answers read, verdicts) of each problem of share k: generated, read and judged by
+        this rank."""
+        own = replace(params, seed=share_seed(params.seed, k, shares))
+        with console.doing(f"eval {name}"):
+            generations = engine.generate([prompt(p) for p in part], own)
+        answers = [
+            [read(p, c) for c in g.completions] for p, g in zip(part, generations, strict=True)
+        ]
+        items = [
+            (task(p), [a for a in given if isinstance(a, str)])
+            for p, given in zip(part, answers, strict=True)
+        ]
+        return list(zip(answers, judge.judge(items), strict=True))
+
+    answered = sharded.answer(answer, problems)  # every share's, in problem order
     samples = [
         _samples(p, given, verdicts)
-        for p, given, verdicts in zip(problems, answers, judged, strict=True)
+        for p, (given, verdicts) in zip(problems, answered, strict=True)
     ]
     counts = [(len(own), sum(s.verdict.ok for s in own)) for own in samples]
     row = row or (lambda s: sample_record(name, s))

@@ -18,6 +18,10 @@ Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pas
 `eval/generated_deduction/pass@1`, `eval/gsm8k/pass@1`, ...); per-sample results go to
 `eval/<benchmark>-step<N>.jsonl` in the run folder. A benchmark whose data is missing stops the
 run at its first evaluation, saying which file.
+
+In a run of several processes every rank evaluates: each answers and judges its share of the
+problems with its own engine and judges (`sharded.py`), every rank gets all records, in the
+order one process makes them, and rank 0 writes them.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from selfplay.distributed import Ranks
 from selfplay.engine import SamplingParams
-from selfplay.eval import code_benchmarks
+from selfplay.eval import code_benchmarks, sharded
 from selfplay.eval.dispatch import Backends, evaluate_benchmark
 from selfplay.executor import Executor
 
@@ -36,8 +41,9 @@ __all__ = ["InLoopEval"]
 class InLoopEval:
     """Scores a run's current weights on `run.eval_benchmarks`; `close` stops what it started."""
 
-    def __init__(self, config, executor, math_checker) -> None:
+    def __init__(self, config, executor, math_checker, ranks: Ranks | None = None) -> None:
         self.config = config
+        self.ranks = ranks or Ranks()  # every rank answers its share; rank 0 writes
         self.executor = executor
         self.problems: dict[str, list] = {}
         self.code_executor = None
@@ -50,8 +56,11 @@ class InLoopEval:
         out.mkdir(exist_ok=True)
         metrics: dict[str, float] = {}
         for benchmark in cfg.run.eval_benchmarks:
-            scores, items = self._evaluate(benchmark, engine, params)
+            with sharded.across(self.ranks):
+                scores, items = self._evaluate(benchmark, engine, params)
             metrics.update({f"eval/{name}": value for name, value in scores.items()})
+            if not self.ranks.is_main:
+                continue
             with (out / f"{benchmark}-step{step:06d}.jsonl").open("w") as f:
                 for item in items:
                     f.write(json.dumps(item) + "\n")

@@ -11,6 +11,14 @@ wrapped model there made each checkpoint of the 0.5B coder 4.9 GB instead of 2.5
 A checkpoint is written under a `.partial` name and renamed when complete, so a run killed at
 any moment, SIGKILL included, leaves either the whole checkpoint or none of it; `latest()`
 ignores partial ones.
+
+A checkpoint resumes on another number of processes (DDP, or one process): the weights,
+optimizer, scheduler and step carry over (DDP's state names every tensor `module.<name>`, one
+process's under the model's own names; the load hook reads either into either), and the pool
+is rank 0's anyway. RNG states are one file per rank (`random_states_<rank>.pkl`): a rank
+without one keeps the state `run.seed` gave it, and those of ranks that no longer exist are
+left unused; `load` says which in one line. FSDP's sharded states have not been resumed on
+another number of processes.
 """
 
 from __future__ import annotations
@@ -19,7 +27,10 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
+
+import torch
 
 from selfplay.engine.weights import is_lora, merged_weights
 
@@ -99,12 +110,19 @@ class Checkpoints:
             unwrapped.save_pretrained(target, state_dict=full)
 
     def load(self, accelerator, path: Path) -> dict:
-        """Restore the state saved in `path` into the prepared objects; returns its metadata."""
-        hook = accelerator.register_load_state_pre_hook(_load_lora_models)
+        """Restore the state saved in `path` into the prepared objects; returns its metadata.
+
+        The checkpoint may come from another number of processes (see the module doc); what
+        does not carry over is said on standard error, in one line, by rank 0."""
+        state = Path(path) / "state"
+        hook = accelerator.register_load_state_pre_hook(_load_models)
         try:
-            accelerator.load_state(str(Path(path) / "state"))
+            accelerator.load_state(str(state))
         finally:
             hook.remove()
+        note = world_change(saved_world(state), accelerator.num_processes)
+        if note and accelerator.is_main_process:
+            print(note, file=sys.stderr)
         return json.loads((Path(path) / "checkpoint.json").read_text())
 
     def _prune(self) -> None:
@@ -131,10 +149,82 @@ def _keep_only_trainable(models, weights, _output_dir) -> None:
                 del state[name]
 
 
+def saved_world(state: Path) -> int:
+    """How many processes saved the accelerate state in `state`: one RNG file each."""
+    return len(list(Path(state).glob("random_states_*.pkl")))
+
+
+def world_change(saved: int, world: int) -> str | None:
+    """The line that says what a resume on `world` processes from a checkpoint of `saved`
+    leaves behind; None when the numbers agree (or the checkpoint's is unknown)."""
+    if saved in (0, world):
+        return None
+
+    def ranks(numbers: range) -> str:
+        return f"rank{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
+
+    lost, new = range(world, saved), range(saved, world)
+    if lost:
+        rest = f"the RNG states of {ranks(lost)} do not"
+    else:
+        verbs = ("have", "start") if len(new) > 1 else ("has", "starts")
+        rest = f"{ranks(new)} {verbs[0]} no saved RNG state and {verbs[1]} from run.seed's"
+    return (
+        f"resuming on {world} process{'es' if world > 1 else ''} from a checkpoint of {saved}: "
+        f"the weights, optimizer, scheduler, step and pool carry over; {rest}"
+    )
+
+
+def _prefixed(names) -> bool:
+    """Whether state names are a DDP wrapper's (`module.<name>`)."""
+    return next(iter(names), "").startswith("module.")
+
+
+def _named_as(saved: dict, prefixed: bool) -> dict:
+    """`saved` under a DDP wrapper's names (`module.<name>`) or the model's own."""
+    if _prefixed(saved) == prefixed:
+        return saved
+    if prefixed:
+        return {f"module.{name}": tensor for name, tensor in saved.items()}
+    return {name.removeprefix("module."): tensor for name, tensor in saved.items()}
+
+
+def _load_models(models, input_dir) -> None:
+    """accelerate's load hook, for a state saved by another number of processes and for LoRA:
+    one process's model has its own names and a DDP-wrapped one `module.<name>`, and accelerate
+    loads the saved names strictly. A model whose saved names are another wrapping's is loaded
+    here under its own names and taken off accelerate's list (a plain model's sharing of tied
+    weights as in accelerate's loader); LoRA models as `_load_lora_models` says."""
+    from safetensors import safe_open
+    from safetensors.torch import load_model
+
+    numbered = list(enumerate(models))  # the index names the file
+    _load_lora_models(models, input_dir)
+    for index, model in numbered:
+        path = Path(input_dir) / (
+            "model.safetensors" if index == 0 else f"model_{index}.safetensors"
+        )
+        if not any(m is model for m in models) or not path.exists():
+            continue  # loaded already (LoRA), or not saved by accelerate's safetensors writer
+        with safe_open(str(path), "pt") as f:
+            saved_prefixed = _prefixed(f.keys())
+        prefixed = _prefixed(model.state_dict())
+        if saved_prefixed == prefixed:
+            continue  # accelerate's own loader
+        if prefixed:  # saved by one process, loaded under DDP
+            target = model.module
+        else:  # saved under DDP, loaded by one process: the names of a wrapper around it
+            target = torch.nn.Module()
+            target.module = model
+        load_model(target, str(path), strict=True, device=str(next(model.parameters()).device))
+        models[:] = [m for m in models if m is not model]
+
+
 def _load_lora_models(models, input_dir) -> None:
     """accelerate's load hook: a LoRA model loads its saved tensors over the base weights it
     already holds, and is taken off the list accelerate loads strictly. A state that misses
-    one adapter tensor or names a tensor the model lacks is refused."""
+    one adapter tensor or names a tensor the model lacks is refused. A state saved under DDP
+    loads into one process's model and the other way round."""
     from safetensors.torch import load_file
 
     for index, model in reversed(list(enumerate(models))):
@@ -144,7 +234,7 @@ def _load_lora_models(models, input_dir) -> None:
         name = "model.safetensors" if index == 0 else f"model_{index}.safetensors"
         path = Path(input_dir) / name
         device = next(model.parameters()).device
-        saved = load_file(str(path), device=str(device))
+        saved = _named_as(load_file(str(path), device=str(device)), _prefixed(trainable))
         missing, unexpected = model.load_state_dict(saved, strict=False)
         lacking = sorted(trainable & set(missing))
         if unexpected or lacking:

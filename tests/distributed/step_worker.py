@@ -7,7 +7,10 @@ process) or by torchrun (one per rank):
 
 Each rank writes `rank<r>-step<s>.pt` after each step: its parameters, the step's rollouts
 (completion ids, rewards, advantages) and metrics. Rank 0 also writes `pool.json`: the
-pool's tasks and their recorded attempts.
+pool's tasks and their recorded attempts. Each rank also writes what it holds when the run is
+open and after the last step (`rank<r>-opened.pt`, `rank<r>-closed.pt`: the first step, the
+parameters, the optimizer's and scheduler's states and torch's RNG state); with `--checkpoint`
+the run saves a checkpoint after its last step, as the loop does.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ def main() -> None:
     from selfplay.distributed import Ranks
     from selfplay.loop import run_step
     from selfplay.runs import close_run, open_run
+    from selfplay.trainer.checkpoint import Checkpoints
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--shares", type=int, default=0)
+    parser.add_argument("--checkpoint", action="store_true")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     state, start = open_run(load(None, args.overrides))
+    torch.save(held(state, start), args.out / f"rank{state.ranks.rank}-opened.pt")
     if args.shares:
         state.ranks = Ranks(shares=args.shares)
     seen = {}
@@ -56,9 +62,26 @@ def main() -> None:
             "metrics": metrics,
         }
         torch.save(record, args.out / f"rank{state.ranks.rank}-step{step}.pt")
+    torch.save(held(state, start), args.out / f"rank{state.ranks.rank}-closed.pt")
+    if args.checkpoint:
+        last = start + args.steps - 1
+        Checkpoints(state.folder).save(state.accelerator, state.model, state.tokenizer, last)
     if state.ranks.is_main:
         (args.out / "pool.json").write_text(json.dumps(pool_contents(state.store.local)))
     close_run(state)
+
+
+def held(state, start: int) -> dict:
+    """What a rank holds that a checkpoint carries: parameters, optimizer and scheduler
+    states, torch's RNG state, and the run's first step."""
+    model = state.accelerator.unwrap_model(state.model)
+    return {
+        "start": start,
+        "params": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "optimizer": state.optimizer.state_dict(),
+        "scheduler": state.scheduler.state_dict(),
+        "rng": torch.get_rng_state(),
+    }
 
 
 def pool_contents(store) -> dict:

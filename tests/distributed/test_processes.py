@@ -7,6 +7,11 @@
 * Both ranks hold identical parameters after every update, and the pool holds each task once.
 * A rank killed with SIGKILL mid-step, and the launch started again, resumes from the last
   checkpoint with each step's metrics once and no attempt counted twice.
+* A run checkpointed by 2 processes resumes with 1, and one checkpointed by 1 with 2: the
+  weights, optimizer, scheduler, step and the RNG states that exist carry over, and the line
+  saying what does not is printed.
+* 2 processes evaluating in the run (`run.eval_every`) write the records and scores one
+  process's evaluation of the same weights writes.
 """
 
 from __future__ import annotations
@@ -52,9 +57,11 @@ def _prepared(tmp_path, name, model_dir, steps) -> tuple[Path, list[str]]:
     return folder, args
 
 
-def _launch(command: list[str], timeout: int = 600) -> None:
+def _launch(command: list[str], timeout: int = 600) -> str:
+    """Runs `command`; its standard output and error."""
     done = subprocess.run(command, capture_output=True, text=True, env=_env(), timeout=timeout)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return done.stdout + done.stderr
 
 
 def test_two_processes_make_one_process_step(tmp_path, formatted_model_dir):
@@ -183,3 +190,74 @@ def _rank_pid(launcher: int, rank: int) -> int:
                 continue
         time.sleep(0.2)
     raise AssertionError(f"no process of rank {rank} under {launcher}")
+
+
+def _equal(a, b) -> bool:
+    """Nested states (dicts, lists, tensors, numbers) equal exactly."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_a_run_resumes_on_another_number_of_processes(tmp_path, formatted_model_dir):
+    _, args = _prepared(tmp_path, "run", formatted_model_dir, steps=3)
+    out = {name: tmp_path / name for name in ("two", "one", "again")}
+    worker = [str(WORKER), "--steps", "1"]
+    _launch([*TORCHRUN, *worker, "--checkpoint", "--out", str(out["two"]), *args])
+    said = _launch([sys.executable, *worker, "--checkpoint", "--out", str(out["one"]), *args])
+    assert "resuming on 1 process from a checkpoint of 2: " in said
+    assert "the RNG states of rank 1 do not" in said
+    said = _launch([*TORCHRUN, *worker, "--out", str(out["again"]), *args])
+    assert "resuming on 2 processes from a checkpoint of 1: " in said
+    assert "rank 1 has no saved RNG state and starts from run.seed's" in said
+
+    held = {
+        (name, r, when): torch.load(out[name] / f"rank{r}-{when}.pt", weights_only=False)
+        for name, ranks in (("two", 2), ("one", 1), ("again", 2))
+        for r in range(ranks)
+        for when in ("opened", "closed")
+    }
+    # 2 -> 1: rank 0's weights, optimizer, scheduler and RNG after step 1, and step 2 next
+    one = held["one", 0, "opened"]
+    assert one["start"] == 2
+    for key in ("params", "optimizer", "scheduler", "rng"):
+        assert _equal(one[key], held["two", 0, "closed"][key]), key
+    assert one["optimizer"]["state"], "the optimizer's moments must carry over"
+    # 1 -> 2: both ranks get the one process's weights, optimizer and scheduler after step 2;
+    # rank 0 its RNG, rank 1 the state run.seed gives a rank that opens a run
+    for r in (0, 1):
+        again = held["again", r, "opened"]
+        assert again["start"] == 3
+        for key in ("params", "optimizer", "scheduler"):
+            assert _equal(again[key], held["one", 0, "closed"][key]), (r, key)
+    assert _equal(held["again", 0, "opened"]["rng"], held["one", 0, "closed"]["rng"])
+    assert _equal(held["again", 1, "opened"]["rng"], held["two", 1, "opened"]["rng"])
+    # and the resumed ranks train together: identical weights after the step
+    assert _equal(held["again", 0, "closed"]["params"], held["again", 1, "closed"]["params"])
+
+
+def test_two_processes_evaluate_as_one_process_does(tmp_path, formatted_model_dir):
+    folder, args = _prepared(tmp_path, "run", formatted_model_dir, steps=1)
+    evaluation = ["run.eval_every=1", "run.eval_problems=3", "run.eval_benchmarks=[generated]"]
+    _launch([*TORCHRUN, "-m", "selfplay.cli", "run", *args, *evaluation])
+    metrics = {m["step"]: m for m in read_metrics(folder)}
+    # the same weights in one process: the model the run starts from (step 0) and the
+    # checkpoint after step 1, evaluated by `selfplay eval` (greedy, float32 as the run)
+    for step, model in ((0, formatted_model_dir), (1, folder)):
+        alone = tmp_path / f"alone{step}"
+        command = [sys.executable, "-m", "selfplay.cli", "eval", "generated", "--model"]
+        command += [str(model), "--limit", "3", "--out", str(alone), *args, "model.dtype=float32"]
+        _launch(command)
+        split = (folder / "eval" / f"generated-step{step:06d}.jsonl").read_text()
+        assert split == (alone / "samples.jsonl").read_text(), step
+        records = [json.loads(line) for line in split.splitlines()]
+        assert len(records) == 6  # 3 problems of each kind, one sample each
+        assert any(r["answer"] for r in records), "some answers must be read to compare"
+        summary = json.loads((alone / "summary.json").read_text())
+        for kind in ("deduction", "abduction"):
+            name = f"generated_{kind}/pass@1"
+            assert metrics[step][f"eval/{name}"] == summary[name], (step, name)

@@ -8,8 +8,16 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from selfplay.config import TrainerConfig
-from selfplay.distributed import RankFailed, Ranks, SharedStore, generate, share_bounds, share_seed
+from selfplay.config import ConfigError, TrainerConfig, load
+from selfplay.distributed import (
+    RankFailed,
+    Ranks,
+    SharedStore,
+    generate,
+    group_timeout,
+    share_bounds,
+    share_seed,
+)
 from selfplay.engine import SamplingParams, chat
 from selfplay.trainer.update import micro_batch_share, policy_update
 from tests.trainer.test_trainer_update import rollouts, tiny_model
@@ -189,3 +197,12 @@ def test_fsdp_is_refused_where_it_cannot_work():
         _check_sharding(fsdp, load(None, ["engine.backend=transformers"]))
     with pytest.raises(ValueError, match="LoRA"):
         _check_sharding(fsdp, load(None, ["engine.backend=vllm", "trainer.lora.rank=8"]))
+
+
+def test_the_process_group_timeout_is_configured_and_reaches_accelerate():
+    assert load(None, []).run.process_group_timeout_s == 1800
+    assert group_timeout(1800).to_kwargs()["timeout"].total_seconds() == 1800
+    # accelerate drops a value equal to its default (600 s); it must still reach torch
+    assert group_timeout(600).to_kwargs()["timeout"].total_seconds() == pytest.approx(600)
+    with pytest.raises(ConfigError, match="process_group_timeout_s"):
+        load(None, ["run.process_group_timeout_s=0"])

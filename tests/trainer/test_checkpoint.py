@@ -55,3 +55,62 @@ def test_partial_checkpoints_are_ignored_and_old_ones_pruned(tmp_path):
     (checkpoints.root / "step-000004.partial" / "state").mkdir(parents=True)  # killed mid-save
     assert [p.name for p in checkpoints.completed()] == ["step-000002", "step-000003"]
     assert checkpoints.latest().name == "step-000003"
+
+
+def test_what_a_resume_on_another_world_size_leaves_behind_is_said_in_one_line():
+    from selfplay.trainer.checkpoint import world_change
+
+    assert world_change(2, 2) is None and world_change(0, 2) is None  # same, or unknown
+    fewer = world_change(2, 1)
+    assert fewer.startswith("resuming on 1 process from a checkpoint of 2:")
+    assert fewer.endswith("the RNG states of rank 1 do not")
+    more = world_change(1, 3)
+    assert more.startswith("resuming on 3 processes from a checkpoint of 1:")
+    assert more.endswith("ranks 1, 2 have no saved RNG state and start from run.seed's")
+    assert world_change(1, 2).endswith("rank 1 has no saved RNG state and starts from run.seed's")
+    assert "\n" not in fewer + more
+
+
+def test_a_state_saved_under_ddp_loads_into_one_process_and_back(tmp_path):
+    """DDP's state names every tensor `module.<name>`, one process's its own: the load hook
+    loads either into either (tied embeddings included), and leaves a state of the model's
+    own naming to accelerate."""
+    import torch.distributed as dist
+    from accelerate.utils import save
+    from torch.nn.parallel import DistributedDataParallel
+
+    from selfplay.trainer.checkpoint import _load_models
+
+    def saved(model, folder) -> None:
+        folder.mkdir()
+        state = Accelerator(cpu=True).get_state_dict(model, unwrap=False)
+        save(state, folder / "model.safetensors", safe_serialization=True)
+
+    def equal(a, b) -> bool:
+        return all(torch.equal(x, y) for x, y in zip(a.values(), b.values(), strict=True))
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1
+    )
+    try:
+        wrapped = DistributedDataParallel(tiny_model(0))
+        saved(wrapped, tmp_path / "ddp")
+        alone = tiny_model(1)
+        models = [alone]
+        _load_models(models, tmp_path / "ddp")
+        assert models == []  # loaded by the hook
+        assert equal(alone.state_dict(), wrapped.module.state_dict())
+        assert alone.lm_head.weight is alone.model.embed_tokens.weight  # still tied
+
+        saved(tiny_model(2), tmp_path / "one")
+        again = DistributedDataParallel(tiny_model(3))
+        models = [again]
+        _load_models(models, tmp_path / "one")
+        assert models == []
+        assert equal(again.module.state_dict(), tiny_model(2).state_dict())
+
+        models = [DistributedDataParallel(tiny_model(4))]
+        _load_models(models, tmp_path / "ddp")
+        assert len(models) == 1  # the same naming: accelerate loads it
+    finally:
+        dist.destroy_process_group()

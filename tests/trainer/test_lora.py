@@ -193,7 +193,8 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
 
 def test_adapter_only_state_under_ddp_names(tmp_path):
     """Under DDP the state names every tensor `module.<name>`: the save hook keeps the
-    adapters under those names and the load hook puts them back into a fresh model."""
+    adapters under those names and the load hook puts them back into a fresh model, wrapped
+    or (a run resumed by one process) not."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
@@ -215,6 +216,13 @@ def test_adapter_only_state_under_ddp_names(tmp_path):
         _load_lora_models(models, tmp_path)
         assert models == []  # loaded here, not by accelerate's strict loader
         for (name, a), b in zip(trained.state_dict().items(), fresh.state_dict().values()):
+            assert torch.equal(a, b), name
+        # resumed by one process: the same state, under the model's own names
+        alone = wrap(tiny_model(0), LORA)
+        models = [alone]
+        _load_lora_models(models, tmp_path)
+        assert models == []
+        for (name, a), b in zip(trained.state_dict().items(), alone.state_dict().values()):
             assert torch.equal(a, b), name
     finally:
         dist.destroy_process_group()
