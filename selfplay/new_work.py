@@ -1,8 +1,10 @@
 """Whether a valid proposal is new work for the pool (the `store` stage, `stages.store_tasks`).
 
     kept_out           why a proposal stays out of the pool: a copy of a reference shown in
-                       its prompt, a benchmark's program, a trivial task, an induction task that
-                       adds nothing on its program (`induction_repeats`)
+                       its prompt (its program in other words, `copy`, or one that behaves
+                       as the reference's does, `copy:behaviour`), a benchmark's program, a
+                       trivial task, an induction task that adds nothing on its program
+                       (`induction_repeats`)
     duplicates         which proposals that entered the pool are repeats of its tasks
 
 Each function takes the run (`runs.Run`): its configuration, pool, executor and benchmarks.
@@ -10,25 +12,32 @@ Each function takes the run (`runs.Run`): its configuration, pool, executor and 
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from selfplay.proposer.canonical import canonical_program
-from selfplay.trivial import trivial_reasons
+from selfplay.trivial import MIN_PROBES, probe_inputs, trivial_reasons
 from selfplay.types import Task, Validated
 
 __all__ = ["duplicates", "induction_repeats", "kept_out"]
 
 
 def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:
-    """Why each valid proposal that stays out of the pool does: `copy`,
+    """Why each valid proposal that stays out of the pool does: `copy`, `copy:behaviour`,
     `contaminated:<benchmark>`, `trivial:<why>` or `repeat:<why>` (first that applies), by
     proposal index. An induction task's program was given to the proposer, not written by it:
     never a copy or a benchmark's program."""
     valid = {k: v for k, v in enumerate(validated) if v.task is not None}
     shown = _reference_programs(run, list(valid.values()))
+    written = {k: v for k, v in valid.items() if v.task.type != "induction"}
     why: dict[int, str] = {}
-    for k, v in valid.items():
+    for k, v in written.items():
         if _copies(v, shown):
             why[k] = "copy"
-        elif v.task.type != "induction" and (benchmark := run.benchmarks.match(v.task.program)):
+    if run.config.curriculum.behaviour_copies:
+        rest = {k: v for k, v in written.items() if k not in why}
+        why.update(dict.fromkeys(behaviour_copies(run, rest, shown), "copy:behaviour"))
+    for k, v in written.items():
+        if k not in why and (benchmark := run.benchmarks.match(v.task.program)):
             why[k] = f"contaminated:{benchmark}"
     if not run.config.curriculum.keep_trivial:
         rest = [k for k in valid if k not in why]
@@ -85,17 +94,60 @@ def duplicates(run, result, step: int) -> list[bool]:
     return flags
 
 
-def _reference_programs(run, valid: list[Validated]) -> dict[int, str]:
-    """The normalised programs of the references shown to the proposals in `valid`."""
+def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task]) -> list[int]:
+    """The deduction and abduction proposals (by index) whose program behaves as one of their
+    prompt's references does: the reference's program gives the proposal's output on its input,
+    and the same outputs as the proposal's program (or fails as it does) on every probe input
+    like it (`trivial.probe_inputs`), at least `MIN_PROBES` of which run. `2 * n` for a shown
+    `n * 2`, or a reordered sum, is a copy in other words: no new work for a solver. Every
+    program runs in the sandbox, in one executor call for the batch (split across ranks)."""
+    cases, owners = [], []  # owners: (proposal, reference or None for its own program, input)
+    for k, v in proposals.items():
+        task = v.task
+        if task.type not in ("deduction", "abduction"):
+            continue
+        probes = probe_inputs(task.input)
+        references = [i for i in dict.fromkeys(v.proposed.references) if i in shown]
+        if len(probes) < MIN_PROBES or not references:
+            continue
+        for j, text in enumerate(probes):
+            cases.append((task.program, text))
+            owners.append((k, None, j))
+        for i in references:
+            for j, text in enumerate([task.input, *probes]):
+                cases.append((shown[i].program, text))
+                owners.append((k, i, j - 1))  # -1: the proposal's own input
+    verdicts = run.ranks.map(lambda part, _: run.executor.validate(part), cases)
+    # per proposal, per program (None: its own), per input (-1: its own): (ran, output)
+    results: dict = defaultdict(lambda: defaultdict(dict))
+    for (k, i, j), verdict in zip(owners, verdicts, strict=True):
+        results[k][i][j] = (verdict.ok, verdict.output if verdict.ok else None)
+    copies = []
+    for k, by_program in results.items():
+        own = by_program.pop(None)
+        if sum(ran for ran, _ in own.values()) < MIN_PROBES:
+            continue
+        given = (True, proposals[k].task.output)
+        if any(
+            reference[-1] == given and all(reference[j] == r for j, r in own.items())
+            for reference in by_program.values()
+        ):
+            copies.append(k)
+    return copies
+
+
+def _reference_programs(run, valid: list[Validated]) -> dict[int, Task]:
+    """The references shown to the proposals in `valid`, by task id."""
     ids = sorted({i for v in valid for i in v.proposed.references})
-    return {t.id: canonical_program(t.task.program) for t in run.store.get(ids)} if ids else {}
+    return {t.id: t.task for t in run.store.get(ids)} if ids else {}
 
 
-def _copies(validated: Validated, shown: dict[int, str]) -> bool:
+def _copies(validated: Validated, shown: dict[int, Task]) -> bool:
     """Whether the task's program is one of its prompt's references up to comments, layout,
-    the names it binds and repeated definitions (`canonical_program`). An induction task's
-    program was given to the proposer, not written by it."""
-    if validated.task.type == "induction":
-        return False
+    the names it binds and repeated definitions (`canonical_program`)."""
     program = canonical_program(validated.task.program)
-    return any(shown[i] == program for i in validated.proposed.references)
+    return any(
+        canonical_program(shown[i].program) == program
+        for i in validated.proposed.references
+        if i in shown
+    )

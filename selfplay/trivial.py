@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 
 from selfplay.types import Task
 
-__all__ = ["copy_solves", "ignores_input", "probe_inputs", "trivial_reasons"]
+__all__ = ["MIN_PROBES", "copy_solves", "ignores_input", "probe_inputs", "trivial_reasons"]
 
 # The copy answer of a deduction task, computed in the sandbox: the value of the one argument.
 _ONE_ARGUMENT = (
@@ -43,7 +43,7 @@ _ONE_ARGUMENT = (
     "    return args[0]"
 )
 PROBES = 6  # probe inputs run per deduction or abduction task
-_MIN_PROBES = 2  # a task is constant only if at least this many probes ran
+MIN_PROBES = 2  # a task is constant only if at least this many probes ran
 
 
 def copy_solves(executor, tasks: Sequence[Task], inputs: str = "literal") -> list[bool]:
@@ -194,7 +194,7 @@ def trivial_reasons(executor, tasks: Sequence[Task]) -> list[str]:
             reasons.append("ignores_input")
         elif task.type == "induction":
             reasons.append("constant" if len(set(task.outputs)) == 1 else "")
-        elif len(own) >= _MIN_PROBES and all(o == task.output for o in own):
+        elif len(own) >= MIN_PROBES and all(o == task.output for o in own):
             reasons.append("constant")
         else:
             reasons.append("")

@@ -227,6 +227,28 @@ def test_a_renamed_or_repeated_copy_of_a_reference_is_a_duplicate(make_run):
     assert metrics["propose/duplicate_share"] == pytest.approx(2 / 3)
 
 
+def test_a_program_that_behaves_as_its_reference_is_a_copy(make_run):
+    """The reference's function in other words (same outputs on the proposal's input and on
+    probe inputs like it) is a copy; one that agrees on the given input only, or not at all, is
+    new work; with `curriculum.behaviour_copies=false` only the text counts."""
+    programs = [
+        ("deduction", "def f(xs):\n    return list(sorted(xs))", "[3, 1, 2]"),
+        ("deduction", "def f(a):\n    b = list(a)\n    b.sort()\n    return b", "[5, 2]"),
+        ("deduction", "def f(xs):\n    return sorted(xs)[:2]", "[2, 1]"),  # probes differ
+        ("deduction", "def f(xs):\n    return sorted(xs, reverse=True)", "[3, 1, 2]"),
+        ("deduction", "def f(n):\n    return 3 * n", "4"),  # the reference fails on it
+    ]
+    for overrides, expected in [
+        ([], ["copy:behaviour"] * 2 + [""] * 3),
+        (["curriculum.behaviour_copies=false"], [""] * 5),
+    ]:
+        run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
+        proposals = [proposed(k, *p, [seed_id]) for k, p in enumerate(programs)]
+        stored, _, _, metrics = one_step(run, proposals)
+        assert [s.no_new_work for s in stored] == expected
+        assert metrics["propose/copy_share"] == pytest.approx(expected.count("copy:behaviour") / 5)
+
+
 def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
     """Identity variants (not shown as references), a function that ignores its input and one
     whose output no probe moves are no work for a solver: the duplicate penalty, no pool."""

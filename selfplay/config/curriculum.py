@@ -80,6 +80,11 @@ class CurriculumConfig(Checked):
     reference_max_similarity: float = knob(
         0.7, "largest token Jaccard similarity between two references of one prompt"
     )
+    behaviour_copies: bool = knob(
+        True,
+        "a proposal whose program gives a shown reference's outputs on its input and on probe "
+        "inputs like it is a copy (`copy:behaviour`), not only one whose text is the reference's",
+    )
     keep_trivial: bool = knob(
         False,
         "let trivial proposals into the pool (copying answers them, or their output does not "
