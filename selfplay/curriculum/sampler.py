@@ -186,3 +186,29 @@ def draw(
         picked.append(group[np.concatenate([first, rest])])
     out = np.concatenate(picked) if picked else np.empty(0, dtype=np.int64)
     return out[rng.permutation(len(out))]
+
+
+def members(group: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Indices within the sorted `group` of those `positions` that belong to it (a group may
+    be one side of the labeled split, which other tasks of its type are not part of)."""
+    if not len(group):
+        return group
+    at = np.searchsorted(group, positions)
+    found = group[np.minimum(at, len(group) - 1)] == positions
+    return at[found]
+
+
+def batch_metrics(config, p, attempted, recent) -> dict[str, float]:
+    """The metrics of a drawn batch: its size and its share at the frontier, unattempted and
+    recent, its mean solve rate."""
+    low, high = config.band
+    count = max(len(p), 1)
+    return {
+        "curriculum/batch_size": float(len(p)),
+        "curriculum/frontier_fraction": float(np.count_nonzero((p >= low) & (p <= high)) / count),
+        "curriculum/explore_fraction": float(np.count_nonzero(~attempted) / count),
+        "curriculum/recent_fraction": float(np.count_nonzero(recent) / count),
+        "curriculum/mean_p": float(p.mean()) if len(p) else 0.0,
+        # difficulty as the estimated failure rate of the batch's tasks, 1 - mean p
+        "curriculum/mean_difficulty": float(1.0 - p.mean()) if len(p) else 0.0,
+    }

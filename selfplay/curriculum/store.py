@@ -251,7 +251,7 @@ class TaskStore:
         Attempts at the same task in one call are summed. A (task, step, model_version) that
         is already recorded is ignored: record all of a step's answers to a task in one call.
         """
-        ids, n, k = _aggregate(attempts)
+        ids, n, k = writes.aggregate_attempts(attempts)
         key = (step, model_version)
         current = self._index.take(self._index.positions(ids), (*writes.COUNTS, *writes.STATE))
         done = writes.record_attempts(
@@ -321,7 +321,7 @@ class TaskStore:
         prior_var = cfg.difficulty_prior_sd**2
         p = np.full(len(ix), float(difficulty.irt_p(theta, theta_sd**2, 0.0, prior_var)))
         succ, fail = ix["succ"][pos], ix["fail"][pos]
-        w = _decay_table(cfg, step, ix["last_step"][pos])
+        w = difficulty.decay_table(cfg, step, ix["last_step"][pos])
         var_b = difficulty.difficulty_variance(cfg, ix["difficulty_precision"][pos])
         p_irt = difficulty.irt_p(theta, theta_sd**2, ix["difficulty"][pos], var_b)
         p[pos] = difficulty.combined(cfg, p_irt, succ, fail, w)
@@ -383,7 +383,7 @@ class TaskStore:
         positions = self._draw_split(n, weights, groups, labeled, step, rng)
         tasks = self.get(self._index["id"][positions].tolist(), step)
         is_recent = self._index["step"][positions] > step - self._config.recent_steps
-        metrics = _batch_metrics(self._config, p[positions], attempted[positions], is_recent)
+        metrics = sampler.batch_metrics(self._config, p[positions], attempted[positions], is_recent)
         metrics["curriculum/pool_size"] = float(len(self._index))
         metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
         metrics["curriculum/labeled_share"] = (
@@ -413,7 +413,7 @@ class TaskStore:
         if n <= 0:
             return np.empty(0, dtype=np.int64)
         recent = self._index.created_after(step - self._config.recent_steps)
-        recent_in = [_members(g, recent) for g in groups]
+        recent_in = [sampler.members(g, recent) for g in groups]
         return sampler.draw(self._config, n, weights, groups, recent_in, rng)
 
     def selection(self, step: int | None = None):
@@ -480,53 +480,6 @@ class TaskStore:
         from selfplay.curriculum.stats import pool_stats
 
         return pool_stats(self, self.last_step if step is None else step, growth)
-
-
-def _members(group: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Indices within the sorted `group` of those `positions` that belong to it (a group may
-    be one side of the labeled split, which other tasks of its type are not part of)."""
-    if not len(group):
-        return group
-    at = np.searchsorted(group, positions)
-    found = group[np.minimum(at, len(group) - 1)] == positions
-    return at[found]
-
-
-def _aggregate(attempts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(task ids, answers, correct answers), summed per task, ids ascending."""
-    rows = [(a.task_id, a.n, a.correct) if isinstance(a, TaskAttempts) else a for a in attempts]
-    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
-    bad = (table[:, 1] <= 0) | (table[:, 2] < 0) | (table[:, 2] > table[:, 1])
-    if bad.any():
-        task_id, n, correct = table[bad][0].tolist()
-        raise ValueError(f"task {task_id}: need 0 <= correct <= n and n > 0, got {correct}/{n}")
-    ids, where = np.unique(table[:, 0], return_inverse=True)
-    n = np.bincount(where, weights=table[:, 1], minlength=len(ids)).astype(np.int64)
-    k = np.bincount(where, weights=table[:, 2], minlength=len(ids)).astype(np.int64)
-    return ids, n, k
-
-
-def _decay_table(config: CurriculumConfig, step: int, last_step: np.ndarray) -> np.ndarray:
-    """gamma ** (step - last_step) by table lookup: ages are small integers, and a gather is
-    several times faster than a power over a million tasks."""
-    age = np.clip(step - last_step, 0, None)
-    top = int(age.max()) if len(age) else 0
-    table = np.power(config.discount, np.arange(min(top, 10_000) + 1, dtype=np.float64))
-    return table[np.minimum(age, len(table) - 1)]
-
-
-def _batch_metrics(config, p, attempted, recent) -> dict[str, float]:
-    low, high = config.band
-    count = max(len(p), 1)
-    return {
-        "curriculum/batch_size": float(len(p)),
-        "curriculum/frontier_fraction": float(np.count_nonzero((p >= low) & (p <= high)) / count),
-        "curriculum/explore_fraction": float(np.count_nonzero(~attempted) / count),
-        "curriculum/recent_fraction": float(np.count_nonzero(recent) / count),
-        "curriculum/mean_p": float(p.mean()) if len(p) else 0.0,
-        # difficulty as the estimated failure rate of the batch's tasks, 1 - mean p
-        "curriculum/mean_difficulty": float(1.0 - p.mean()) if len(p) else 0.0,
-    }
 
 
 __all__ = ["TaskStore", "StoreError"]

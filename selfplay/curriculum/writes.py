@@ -39,6 +39,7 @@ from selfplay.curriculum.records import (
     AddResult,
     Provenance,
     RecordResult,
+    TaskAttempts,
     content_hash,
 )
 from selfplay.curriculum.schema import (
@@ -354,3 +355,17 @@ def _upsert_ability(s, run_id: int, step: int, theta, precision, answers: int) -
         row.theta, row.precision, row.n_answers = theta, precision, row.n_answers + answers
     s.flush()
     return row.n_answers
+
+
+def aggregate_attempts(attempts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(task ids, answers, correct answers), summed per task, ids ascending."""
+    rows = [(a.task_id, a.n, a.correct) if isinstance(a, TaskAttempts) else a for a in attempts]
+    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    bad = (table[:, 1] <= 0) | (table[:, 2] < 0) | (table[:, 2] > table[:, 1])
+    if bad.any():
+        task_id, n, correct = table[bad][0].tolist()
+        raise ValueError(f"task {task_id}: need 0 <= correct <= n and n > 0, got {correct}/{n}")
+    ids, where = np.unique(table[:, 0], return_inverse=True)
+    n = np.bincount(where, weights=table[:, 1], minlength=len(ids)).astype(np.int64)
+    k = np.bincount(where, weights=table[:, 2], minlength=len(ids)).astype(np.int64)
+    return ids, n, k

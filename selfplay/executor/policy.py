@@ -42,6 +42,7 @@ from RestrictedPython.transformer import (
 
 from selfplay.executor import values
 from selfplay.executor.guards import DENIED_PUBLIC_ATTRIBUTES, FORBIDDEN_BUILTINS, SAFE_DUNDERS
+from selfplay.executor.match_rules import MatchStatementRules
 from selfplay.executor.modules import import_refusal
 
 __all__ = [
@@ -96,8 +97,9 @@ class PolicyRejection:
     detail: str
 
 
-class SandboxTransformer(RestrictingNodeTransformer):
-    """RestrictedPython's transformer with the relaxations and additions listed above."""
+class SandboxTransformer(MatchStatementRules, RestrictingNodeTransformer):
+    """RestrictedPython's transformer with the relaxations and additions listed above (the
+    rules of `match` statements: `match_rules.py`)."""
 
     def __init__(self, *args, extra_modules: tuple[str, ...] = (), **kwargs):
         super().__init__(*args, **kwargs)
@@ -309,67 +311,6 @@ class SandboxTransformer(RestrictingNodeTransformer):
             if refusal:
                 self.deny(node, "import", refusal)
         return super().check_import_names(node)
-
-    # -- match statements --------------------------------------------------------------------
-
-    def visit_Match(self, node: ast.Match):
-        return self.node_contents_visit(node)
-
-    def visit_match_case(self, node: ast.match_case):
-        return self.node_contents_visit(node)
-
-    def visit_MatchValue(self, node: ast.MatchValue):
-        return self._pattern_expression(node)
-
-    def visit_MatchSingleton(self, node: ast.MatchSingleton):
-        return node
-
-    def visit_MatchSequence(self, node: ast.MatchSequence):
-        return self.node_contents_visit(node)
-
-    def visit_MatchMapping(self, node: ast.MatchMapping):
-        for key in node.keys:
-            self._check_dotted(key)
-        self.check_name(node, node.rest)
-        node.patterns = [self.visit(p) for p in node.patterns]
-        return node
-
-    def visit_MatchClass(self, node: ast.MatchClass):
-        # The match machinery reads these attributes without `_getattr_`: public names only.
-        self._check_dotted(node.cls)
-        for attr in node.kwd_attrs:
-            if attr.startswith("_") or attr in DENIED_PUBLIC_ATTRIBUTES:
-                self.deny(node, "dunder", f'class pattern on attribute "{attr}"')
-        node.patterns = [self.visit(p) for p in node.patterns]
-        node.kwd_patterns = [self.visit(p) for p in node.kwd_patterns]
-        return node
-
-    def visit_MatchStar(self, node: ast.MatchStar):
-        self.check_name(node, node.name)
-        return node
-
-    def visit_MatchAs(self, node: ast.MatchAs):
-        self.check_name(node, node.name)
-        return self.node_contents_visit(node)
-
-    def visit_MatchOr(self, node: ast.MatchOr):
-        return self.node_contents_visit(node)
-
-    def _pattern_expression(self, node: ast.MatchValue):
-        """Value patterns are literals or dotted names; they must stay untransformed."""
-        self._check_dotted(node.value)
-        return node
-
-    def _check_dotted(self, expr: ast.expr) -> None:
-        for sub in ast.walk(expr):
-            if isinstance(sub, ast.Attribute) and (
-                sub.attr.startswith("_") or sub.attr in DENIED_PUBLIC_ATTRIBUTES
-            ):
-                self.deny(sub, "dunder", f'pattern on attribute "{sub.attr}"')
-            elif isinstance(sub, ast.Name):
-                self.check_name(sub, sub.id)
-                if sub.id in FORBIDDEN_BUILTINS:
-                    self.deny(sub, "forbidden_name", f'"{sub.id}" is not available')
 
 
 def _locate(old: ast.AST, *new: ast.AST) -> None:
