@@ -18,7 +18,10 @@ from selfplay.proposer.canonical import canonical_program
 from selfplay.trivial import MIN_PROBES, probe_inputs, trivial_reasons
 from selfplay.types import Task, Validated
 
-__all__ = ["duplicates", "induction_repeats", "kept_out"]
+__all__ = ["behaviour_copies", "duplicates", "induction_repeats", "kept_out"]
+
+#: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
+_LIMITS = frozenset({"timeout", "memory", "crash:worker"})
 
 
 def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:
@@ -97,17 +100,19 @@ def duplicates(run, result, step: int) -> list[bool]:
 def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task]) -> list[int]:
     """The deduction and abduction proposals (by index) whose program behaves as one of their
     prompt's references does: the reference's program gives the proposal's output on its input,
-    and the same outputs as the proposal's program (or fails as it does) on every probe input
-    like it (`trivial.probe_inputs`), at least `MIN_PROBES` of which run. `2 * n` for a shown
-    `n * 2`, or a reordered sum, is a copy in other words: no new work for a solver. Every
-    program runs in the sandbox, in one executor call for the batch (split across ranks)."""
+    and on every probe input like it (`trivial.probe_inputs`) the same output as the proposal's
+    program, or the same refusal or exception (by reason); at least `MIN_PROBES` probes must
+    run, and a run cut by a limit (time, memory, a lost worker) rules a copy out, since a busier
+    machine might not cut it. `2 * n` for a shown `n * 2`, or a reordered sum, is a copy in
+    other words: no new work for a solver. Every program runs in the sandbox, in one executor
+    call for the batch (split across ranks)."""
     cases, owners = [], []  # owners: (proposal, reference or None for its own program, input)
     for k, v in proposals.items():
         task = v.task
         if task.type not in ("deduction", "abduction"):
             continue
         probes = probe_inputs(task.input)
-        references = [i for i in dict.fromkeys(v.proposed.references) if i in shown]
+        references = list(dict.fromkeys(v.proposed.references))
         if len(probes) < MIN_PROBES or not references:
             continue
         for j, text in enumerate(probes):
@@ -118,18 +123,24 @@ def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task
                 cases.append((shown[i].program, text))
                 owners.append((k, i, j - 1))  # -1: the proposal's own input
     verdicts = run.ranks.map(lambda part, _: run.executor.validate(part), cases)
-    # per proposal, per program (None: its own), per input (-1: its own): (ran, output)
+    # per proposal, per program (None: its own), per input (-1: its own): the output, or the
+    # reason it failed (None where a limit cut the run: not a behaviour to compare)
     results: dict = defaultdict(lambda: defaultdict(dict))
     for (k, i, j), verdict in zip(owners, verdicts, strict=True):
-        results[k][i][j] = (verdict.ok, verdict.output if verdict.ok else None)
+        if verdict.ok:
+            seen = ("output", verdict.output)
+        else:
+            seen = None if verdict.reason in _LIMITS else ("failed", verdict.reason)
+        results[k][i][j] = seen
     copies = []
     for k, by_program in results.items():
         own = by_program.pop(None)
-        if sum(ran for ran, _ in own.values()) < MIN_PROBES:
+        ran = sum(seen is not None and seen[0] == "output" for seen in own.values())
+        if ran < MIN_PROBES or None in own.values():
             continue
-        given = (True, proposals[k].task.output)
+        given = ("output", proposals[k].task.output)
         if any(
-            reference[-1] == given and all(reference[j] == r for j, r in own.items())
+            reference[-1] == given and all(reference[j] == seen for j, seen in own.items())
             for reference in by_program.values()
         ):
             copies.append(k)
@@ -147,7 +158,5 @@ def _copies(validated: Validated, shown: dict[int, Task]) -> bool:
     the names it binds and repeated definitions (`canonical_program`)."""
     program = canonical_program(validated.task.program)
     return any(
-        canonical_program(shown[i].program) == program
-        for i in validated.proposed.references
-        if i in shown
+        canonical_program(shown[i].program) == program for i in validated.proposed.references
     )

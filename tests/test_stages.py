@@ -237,16 +237,19 @@ def test_a_program_that_behaves_as_its_reference_is_a_copy(make_run):
         ("deduction", "def f(xs):\n    return sorted(xs)[:2]", "[2, 1]"),  # probes differ
         ("deduction", "def f(xs):\n    return sorted(xs, reverse=True)", "[3, 1, 2]"),
         ("deduction", "def f(n):\n    return 3 * n", "4"),  # the reference fails on it
+        # an abduction task that copying would also solve: a copy first, trivial without
+        ("abduction", "def f(a):\n    return sorted(list(a))", "[3, 1]"),
     ]
     for overrides, expected in [
-        ([], ["copy:behaviour"] * 2 + [""] * 3),
-        (["curriculum.behaviour_copies=false"], [""] * 5),
+        ([], ["copy:behaviour"] * 2 + [""] * 3 + ["copy:behaviour"]),
+        (["curriculum.behaviour_copies=false"], [""] * 5 + ["trivial:copy"]),
     ]:
         run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
-        proposals = [proposed(k, *p, [seed_id]) for k, p in enumerate(programs)]
+        proposals = [proposed(k, *p, [seed_id, seed_id]) for k, p in enumerate(programs)]
         stored, _, _, metrics = one_step(run, proposals)
         assert [s.no_new_work for s in stored] == expected
-        assert metrics["propose/copy_share"] == pytest.approx(expected.count("copy:behaviour") / 5)
+        copies = expected.count("copy:behaviour")
+        assert metrics["propose/copy_share"] == pytest.approx(copies / len(programs))
 
 
 def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
