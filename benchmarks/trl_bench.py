@@ -91,6 +91,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="timed steps")
     parser.add_argument("--vllm-memory", type=float, default=0.1, help="of memory, KV cache")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--side-timeout", type=int, default=1800, help="seconds per side")
     parser.add_argument("--side", choices=["selfplay", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine is None:
@@ -169,7 +170,12 @@ def launch(args, side: str, engine: str) -> dict:
         command += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     if args.natural_length:
         command.append("--natural-length")
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT, timeout=args.side_timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"side": side, "engine": engine, "error": f"no result in {args.side_timeout} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode == 0 and lines:
         return json.loads(lines[-1])
