@@ -17,21 +17,26 @@ What is the same on both sides:
   length      every answer exactly `--answer-tokens` tokens (end of sequence and stop strings
               ignored on both sides: selfplay's engine with `ignore_eos`, TRL with
               `min_new_tokens`/`min_tokens` equal to `max_completion_length`), so that both
-              train on the same token count; `--natural-length` lets both stop at the end of
-              sequence instead, and then the token counts are reported, not equal
+              train on the same token count; with `--natural-length` TRL stops at the end of
+              sequence and selfplay at its stop strings as well (the answer's closing fence),
+              and the token counts are reported, not equal
   reward      the same function: the answer read by selfplay's parser and judged by its
               sandboxed executor; 1 right, -0.5 wrong, -1 unreadable (selfplay's defaults)
   update      one optimizer step over all tasks x samples answers, micro-batches of
               `--micro-batch`, token-level loss (TRL `loss_type="dapo"`), PPO clip 0.2 on both
-              sides, no KL term (TRL's default beta 0), AdamW at `--lr`, gradient clipping at
-              1.0, float32 weights and update (`--precision bf16` for a CPU with native
-              bfloat16 or a GPU)
+              sides, no KL term (TRL's default beta 0), torch's AdamW at `--lr` (TRL's fused
+              default switched off), gradient clipping at 1.0, no gradient checkpointing (TRL's
+              default switched off), float32 weights and update (`--precision bf16` for a CPU
+              with native bfloat16 or a GPU)
   engine      `--engine vllm` (default where vLLM imports): selfplay's in-process vLLM engine
               and TRL's vLLM colocate mode (`use_vllm=True, vllm_mode="colocate"`), both with
               `--vllm-memory` of the machine's memory for the KV cache; `--engine
-              transformers`: both generate with transformers' `generate`. If TRL's colocate
-              mode fails to start, the summary says why (`trl_vllm_error`) and the bench runs
-              both sides on transformers instead (`engine` in the summary says which ran).
+              transformers`: both generate with transformers' `generate`. If TRL fails with
+              vLLM, the summary says why (`trl_vllm_error`) and the bench runs both sides on
+              transformers instead (`engine` in the summary says which ran). The two vLLM
+              set-ups are each system's own: selfplay's engine runs eagerly
+              (`engine.vllm_enforce_eager`) and, on a GPU, sleeps through the update, while
+              TRL's captures CUDA graphs and stays awake; peak RSS leaves GPU memory out.
 
 Each side runs in a fresh process of its own (so that neither inherits the other's memory or
 caches), with `--warmup` untimed steps before `--steps` timed ones; a step is everything
@@ -91,8 +96,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="timed steps")
     parser.add_argument("--vllm-memory", type=float, default=0.1, help="of memory, KV cache")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--side-timeout", type=int, default=1800, help="seconds per side")
     parser.add_argument("--side", choices=["selfplay", "trl"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if (args.tasks * args.samples) % args.micro_batch:
+        parser.error("--micro-batch must divide --tasks x --samples (TRL's accumulation steps)")
     if args.engine is None:
         from selfplay.engine.vllm_backend import vllm_available
 
@@ -139,7 +147,10 @@ def main() -> None:
         "trl_step_s": theirs.get("step_s"),
         "selfplay_completion_tokens": ours.get("completion_tokens"),
         "trl_completion_tokens": theirs.get("completion_tokens"),
-        "same_tokens": not failed and ours["completion_tokens"] == theirs["completion_tokens"],
+        "same_tokens": not failed
+        and ours["completion_tokens_per_step"] == theirs["completion_tokens_per_step"],
+        # answers whose advantage is 0 add nothing to the gradient: selfplay skips their passes
+        "selfplay_trained_tokens": ours.get("trained_tokens_per_step"),
         "selfplay_peak_rss_gib": ours.get("peak_rss_gib"),
         "trl_peak_rss_gib": theirs.get("peak_rss_gib"),
         "selfplay_vllm_samples_per_s": ours_on_vllm and ours_on_vllm.get("samples_per_s"),
@@ -169,7 +180,12 @@ def launch(args, side: str, engine: str) -> dict:
         command += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     if args.natural_length:
         command.append("--natural-length")
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT, timeout=args.side_timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"side": side, "engine": engine, "error": f"no result in {args.side_timeout} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode == 0 and lines:
         return json.loads(lines[-1])
@@ -203,6 +219,7 @@ def bench_config(args, folder: str):
             "run.tensorboard=false",
             f"run.threads={args.threads}",
             f"model.name={args.model}",
+            f"model.dtype={'float32' if args.precision == 'float32' else 'bfloat16'}",
             f"engine.backend={args.engine}",
             f"engine.vllm_gpu_memory_utilization={args.vllm_memory}",
             "selfplay.seed_identity=false",
@@ -361,6 +378,8 @@ def side_trl(args) -> dict:
                 lr_scheduler_type="constant",
                 weight_decay=0.0,
                 max_grad_norm=1.0,
+                optim="adamw_torch",  # selfplay's torch.optim.AdamW, not TRL's fused default
+                gradient_checkpointing=False,  # TRL's default is on; selfplay's off
                 per_device_train_batch_size=args.micro_batch,
                 gradient_accumulation_steps=answers // args.micro_batch,
                 num_generations=args.samples,
