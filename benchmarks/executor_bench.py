@@ -26,8 +26,8 @@ Baselines, same tasks, same machine, same run:
     syntax, the snippet), as AZR's trainer calls it. `azr_validations_per_s` is the faster of
     the two. AZR runs each program with plain `exec` in a pool process, no policy and no
     isolation. Its executor needs `pebble` and `timeout-decorator` (and `numpy`, `regex`,
-    `python-dateutil`, `tqdm`), which this project does not depend on: install them by hand
-    for the benchmark (`pip install pebble timeout-decorator`).
+    `python-dateutil`, `tqdm`), which this project does not depend on at run time:
+    `scripts/install.sh --bench` installs them.
 
 Verification, a step-shaped workload: every task has 8 answers, about half right, the wrong
 ones half failing at once and half running into the time limit:

@@ -1,6 +1,6 @@
 """One GRPO step of selfplay against one of TRL's `GRPOTrainer`, same model, prompts and sizes.
 
-    pip install -e '.[bench]'                                  # trl (benchmark-only)
+    scripts/install.sh --bench                                 # trl (benchmark-only)
     python benchmarks/trl_bench.py                             # embedded SmolLM2-135M
     python benchmarks/trl_bench.py --model qwen2.5-coder-0.5b-instruct
     python benchmarks/trl_bench.py --engine transformers       # both on transformers generation
