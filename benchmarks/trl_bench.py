@@ -319,7 +319,7 @@ def side_trl(args) -> dict:
     import torch
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from selfplay.engine.model import resolve
     from selfplay.engine.template import render
@@ -366,42 +366,7 @@ def side_trl(args) -> dict:
                     scores.append(table[outcome])
                 return scores
 
-            length = args.answer_tokens
-            fixed = "min_tokens" if args.engine == "vllm" else "min_new_tokens"
-            grpo = GRPOConfig(
-                output_dir=f"{tmp}/trl",
-                use_cpu=not torch.cuda.is_available(),
-                bf16=args.precision == "bf16",
-                fp16=False,
-                model_init_kwargs={"dtype": torch.float32},
-                learning_rate=args.lr,
-                lr_scheduler_type="constant",
-                weight_decay=0.0,
-                max_grad_norm=1.0,
-                optim="adamw_torch",  # selfplay's torch.optim.AdamW, not TRL's fused default
-                gradient_checkpointing=False,  # TRL's default is on; selfplay's off
-                per_device_train_batch_size=args.micro_batch,
-                gradient_accumulation_steps=answers // args.micro_batch,
-                num_generations=args.samples,
-                max_completion_length=length,
-                temperature=1.0,
-                top_p=1.0,
-                generation_kwargs=None if args.natural_length else {fixed: length},
-                beta=0.0,
-                epsilon=0.2,
-                loss_type="dapo",
-                scale_rewards="group",
-                shuffle_dataset=False,
-                max_steps=args.warmup + args.steps,
-                logging_steps=1,
-                save_strategy="no",
-                report_to="none",
-                disable_tqdm=True,
-                seed=0,
-                use_vllm=args.engine == "vllm",
-                vllm_mode="colocate",
-                vllm_gpu_memory_utilization=args.vllm_memory,
-            )
+            grpo = trl_config(args, f"{tmp}/trl")
             clock = step_clock()
             try:
                 GRPOTrainer(
@@ -434,6 +399,49 @@ def side_trl(args) -> dict:
             answers,
         ),
     }
+
+
+def trl_config(args, folder: str):
+    """TRL's settings, each matched to selfplay's (the module doc)."""
+    import torch
+    from trl import GRPOConfig
+
+    length = args.answer_tokens
+    fixed = "min_tokens" if args.engine == "vllm" else "min_new_tokens"
+    return GRPOConfig(
+        output_dir=folder,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=args.precision == "bf16",
+        fp16=False,
+        model_init_kwargs={"dtype": torch.float32},
+        learning_rate=args.lr,
+        lr_scheduler_type="constant",
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        optim="adamw_torch",  # selfplay's torch.optim.AdamW, not TRL's fused default
+        gradient_checkpointing=False,  # TRL's default is on; selfplay's off
+        per_device_train_batch_size=args.micro_batch,
+        gradient_accumulation_steps=args.tasks * args.samples // args.micro_batch,
+        num_generations=args.samples,
+        max_completion_length=length,
+        temperature=1.0,
+        top_p=1.0,
+        generation_kwargs=None if args.natural_length else {fixed: length},
+        beta=0.0,
+        epsilon=0.2,
+        loss_type="dapo",
+        scale_rewards="group",
+        shuffle_dataset=False,
+        max_steps=args.warmup + args.steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        seed=0,
+        use_vllm=args.engine == "vllm",
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=args.vllm_memory,
+    )
 
 
 def step_clock():
