@@ -84,6 +84,11 @@ class ExecutorConfig(Checked):
         1.0, "a run is killed after 2 x its CPU limit + this many wall seconds"
     )
     memory_mb: int = knob(512, "address space a sandboxed process may add beyond its start, MiB")
+    compilers: int = knob(
+        -1,
+        "trusted helper processes that check and compile a large batch's programs while the "
+        "sandbox runs them (`executor/compiler.py`); -1 = one per CPU core, 0 = none",
+    )
     runs_per_child: int = knob(
         256, "runs one forked child executes before it is replaced (1 = a fresh process per run)"
     )
@@ -109,6 +114,8 @@ class ExecutorConfig(Checked):
     def check(self) -> None:
         if self.workers == 1:
             raise ConfigError("executor.workers must be 0 or at least 2 (determinism needs two)")
+        if self.compilers < -1:
+            raise ConfigError("executor.compilers must be -1 (one per core), 0 or more")
         positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
         positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
 

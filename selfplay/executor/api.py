@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import marshal
+import os
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from selfplay.config import ExecutorConfig
 from selfplay.executor import values
+from selfplay.executor.compiler import Compilers
 from selfplay.executor.policy import (
     CompiledInput,
     CompiledProgram,
@@ -22,29 +26,62 @@ from selfplay.types import Task, Verdict
 
 __all__ = ["Executor"]
 
-
-@functools.lru_cache(maxsize=8192)
-def _compile(
-    source: str, max_chars: int, extra: tuple[str, ...]
-) -> CompiledProgram | PolicyRejection:
-    return compile_program(source, max_chars, extra)
+#: the fewest programs to compile in one batch for which the helpers are used
+_HELPED_CASES = 64
 
 
-@functools.lru_cache(maxsize=8192)
-def _marshal(source: str, max_chars: int, extra: tuple[str, ...]) -> bytes:
-    compiled = _compile(source, max_chars, extra)
-    assert isinstance(compiled, CompiledProgram), "only compiled programs are sent to workers"
-    return marshal.dumps(compiled.code)
+class _Cache:
+    """A least-recently-used map that can also be filled from outside (the compile helpers'
+    results go in just before they are looked up), which `functools.lru_cache` cannot."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+
+    def get(self, key):
+        value = self.items.get(key)
+        if value is not None:
+            self.items.move_to_end(key)
+        return value
+
+    def put(self, key, value) -> None:
+        self.items[key] = value
+        self.items.move_to_end(key)
+        if len(self.items) > self.size:
+            self.items.popitem(last=False)
 
 
-@functools.lru_cache(maxsize=16384)
-def _compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput | PolicyRejection:
-    return compile_input(text, mode, limits)
+_PROGRAMS = _Cache(8192)  # (source, max chars, extra modules): CompiledProgram | PolicyRejection
+_MARSHALLED = _Cache(8192)  # the same keys: the marshalled code sent to the sandbox
+_INPUTS = _Cache(16384)  # (text, mode, limits): CompiledInput | PolicyRejection
 
 
 @functools.lru_cache(maxsize=16384)
 def _marshal_code(code) -> bytes:
     return marshal.dumps(code)
+
+
+class _Ahead:
+    """Chunks the compile helpers are compiling ahead of the caller."""
+
+    def __init__(self, executor: Executor, futures: list, mode: str):
+        self.executor, self.futures, self.mode = executor, futures, mode
+
+    def done(self, k: int) -> bool:
+        return self.futures[k].done()
+
+    def wait(self, k: int) -> None:
+        """Wait for chunk `k` and put its results in the caches, where the caller's usual
+        compile calls find them; a chunk whose helper failed is left to the caller."""
+        prepared = self.futures[k].result()
+        if prepared is None:
+            return
+        c, limits = self.executor.config, self.executor.limits
+        compiled, calls = prepared
+        for source, result in compiled.items():
+            _PROGRAMS.put((source, c.max_program_chars, c.extra_modules), result)
+        for text, result in calls.items():
+            _INPUTS.put((text, self.mode, limits), result)
 
 
 class Executor:
@@ -63,6 +100,8 @@ class Executor:
             c.max_value_chars, c.max_value_depth, c.max_value_items, c.max_int_digits
         )
         self.pool = WorkerPool(c)
+        helpers = c.compilers if c.compilers >= 0 else (os.cpu_count() or 1)
+        self.compilers = Compilers(helpers) if helpers else None
 
     # -- the interface ---------------------------------------------------------------------------
 
@@ -92,6 +131,8 @@ class Executor:
 
     def close(self) -> None:
         self.pool.close()
+        if self.compilers is not None:
+            self.compilers.close()
 
     def __enter__(self) -> Executor:
         return self
@@ -104,10 +145,22 @@ class Executor:
     def compile(self, source: str) -> CompiledProgram | PolicyRejection:
         if not isinstance(source, str):
             return PolicyRejection("syntax", f"a program must be text, not {type(source).__name__}")
-        return _compile(source, self.config.max_program_chars, self.config.extra_modules)
+        key = (source, self.config.max_program_chars, self.config.extra_modules)
+        compiled = _PROGRAMS.get(key)
+        if compiled is None:
+            compiled = compile_program(*key)
+            _PROGRAMS.put(key, compiled)
+        return compiled
 
     def marshalled(self, source: str) -> bytes:
-        return _marshal(source, self.config.max_program_chars, self.config.extra_modules)
+        key = (source, self.config.max_program_chars, self.config.extra_modules)
+        data = _MARSHALLED.get(key)
+        if data is None:
+            compiled = self.compile(source)
+            assert isinstance(compiled, CompiledProgram), "only compiled programs go to workers"
+            data = marshal.dumps(compiled.code)
+            _MARSHALLED.put(key, data)
+        return data
 
     def recanonical(self, text: str | None) -> str | None:
         """Canonical text re-derived from what a worker wrote (workers are not trusted)."""
@@ -119,7 +172,39 @@ class Executor:
             return None
 
     def compile_input(self, text: str, mode: str) -> CompiledInput | PolicyRejection:
-        return _compile_input(text, mode, self.limits)
+        key = (text, mode, self.limits)
+        compiled = _INPUTS.get(key)
+        if compiled is None:
+            compiled = compile_input(*key)
+            _INPUTS.put(key, compiled)
+        return compiled
+
+    def precompile(self, cases: Sequence[tuple[str, str]], mode: str, chunk: int) -> _Ahead | None:
+        """The helpers start compiling the cases, `chunk` at a time (programs and inputs not
+        cached yet); None when the batch is too small to be worth it or there are none."""
+        if self.compilers is None or len(cases) < _HELPED_CASES:
+            return None
+        c = self.config
+        settings = (c.max_program_chars, c.extra_modules, mode, dataclasses.astuple(self.limits))
+        programs_seen: set[str] = set()
+        inputs_seen: set[str] = set()
+        chunks = []
+        for start in range(0, len(cases), chunk):
+            programs, inputs = [], []
+            for program, text in cases[start : start + chunk]:
+                if not isinstance(program, str) or not isinstance(text, str):
+                    continue
+                key = (program, c.max_program_chars, c.extra_modules)
+                if program not in programs_seen and _PROGRAMS.get(key) is None:
+                    programs_seen.add(program)
+                    programs.append(program)
+                if text not in inputs_seen and _INPUTS.get((text, mode, self.limits)) is None:
+                    inputs_seen.add(text)
+                    inputs.append(text)
+            chunks.append((programs, inputs))
+        if sum(len(p) for p, _ in chunks) < _HELPED_CASES:
+            return None
+        return _Ahead(self, self.compilers.prepare(chunks, settings), mode)
 
     def batch(
         self, items: Sequence[tuple[str, CompiledInput, float, int | None]]

@@ -30,7 +30,9 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
     succeeded alike. While compiling goes on a batch is a whole number of sandbox children's
     worth of runs (`runs_per_child`, at least `_MIN_BATCH`): a worker forks a child per batch
     and per `runs_per_child` runs, and a child costs about as much as a hundred short runs,
-    so splitting the work into more batches than children must not add any."""
+    so splitting the work into more batches than children must not add any. In a large
+    validation the compile helpers (`compiler.py`) compile the chunks ahead of this loop, which
+    then finds every chunk's results in the executor's caches."""
     verdicts: list[Verdict | None] = [None] * len(cases)
     ready: list[tuple[int, str, CompiledInput]] = []
     pool, n, cpu = executor.pool, executor.pool.size, executor.config.run_timeout_s
@@ -58,7 +60,13 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
                 if not second and result.ok:  # the second run on another worker
                     queued[(k + 1) % n].append((k, 1))
 
+    ahead = executor.precompile(cases, mode, _CHUNK)  # compile helpers, ahead of this loop
     for start in range(0, len(cases), _CHUNK):
+        if ahead is not None:
+            while pool.busy and not ahead.done(start // _CHUNK):
+                take(pool.collect(0.002))  # the sandbox's results while the helpers compile
+                dispatch(unit)
+            ahead.wait(start // _CHUNK)
         for i in range(start, min(start + _CHUNK, len(cases))):
             program, input_text = cases[i]
             compiled = executor.compile(program)
