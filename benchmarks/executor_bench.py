@@ -5,8 +5,8 @@
 
 Prints one JSON object per measurement; the last line is the summary with the keys
 `validations_per_s`, `verifications_per_s`, `subprocess_baseline_validations_per_s` and
-`inprocess_validations_per_s`; with `--azr`, also `azr_validations_per_s` and
-`validation_ratio_to_azr`.
+`inprocess_validations_per_s`; with `--azr`, also `azr_validations_per_s`,
+`validation_ratio_to_azr` and `median_pass_ratio_to_azr_batch`.
 
 Validation: the CRUXEval programs with literal inputs, each with its two isolated runs (two
 hash seeds). Every pass appends a unique comment to each program, so no compiled program is
@@ -22,8 +22,11 @@ Baselines, same tasks, same machine, same run:
     same unique comments. Two ways of calling it: `azr_batch`, one `batch_apply` of every
     task's determinism snippet (`CHECK_DETERMINISM_TEMPLATE`: the program, then `f(input)`
     twice, compared) over a pebble pool of as many processes as this executor has workers,
-    which is its fastest; and `azr_check_all`, `check_all` one task at a time (banned imports,
-    syntax, the snippet), as AZR's trainer calls it. `azr_validations_per_s` is the faster of
+    which is its fastest, its passes alternating with ours (each of our passes followed by one
+    of AZR's on the same cases, so that a busy moment of the machine falls on both; the summary
+    gives the ratio of the totals and the median of the passes' ratios); and `azr_check_all`,
+    `check_all` one task at a time (banned imports, syntax, the snippet), as AZR's trainer
+    calls it. `azr_validations_per_s` is the faster of
     the two. AZR runs each program with plain `exec` in a pool process, no policy and no
     isolation. Its executor needs `pebble` and `timeout-decorator` (and `numpy`, `regex`,
     `python-dateutil`, `tqdm`), which this project does not depend on at run time:
@@ -106,17 +109,44 @@ def literal_tasks(executor, data: Path) -> list[dict]:
     return [dict(r, output=v.output, cpu_s=v.cpu_s) for r, v in zip(rows, verdicts) if v.ok]
 
 
-def bench_validation(executor, tasks: list[dict], passes: int) -> dict:
-    total, elapsed = 0, 0.0
+def pass_cases(tasks: list[dict], p: int) -> list[tuple[str, str]]:
+    """Pass `p`'s (program, input) cases: every program with a comment of its own."""
+    return [(f"{t['code']}\n# pass {p} task {i}\n", t["input"]) for i, t in enumerate(tasks)]
+
+
+def validation_pass(executor, tasks: list[dict], p: int) -> float:
+    """Seconds of one validation pass over the tasks."""
+    cases = pass_cases(tasks, p)
+    start = time.perf_counter()
+    verdicts = executor.validate(cases)
+    elapsed = time.perf_counter() - start
+    assert sum(v.ok for v in verdicts) == len(cases), "a CRUXEval task stopped validating"
+    return elapsed
+
+
+def rate(metric: str, count: int, seconds: list[float], **extra) -> dict:
+    return {"metric": metric, **extra, "validations": count * len(seconds),
+            "seconds": sum(seconds), "pass_seconds": [round(s, 3) for s in seconds],
+            "validations_per_s": count * len(seconds) / sum(seconds)}  # fmt: skip
+
+
+def bench_validation(executor, tasks: list[dict], passes: int, azr=None) -> list[dict]:
+    """Validation passes; with `azr` (an `AzrBatch`), each of ours followed by one of AZR's on
+    the same cases, so that both see the same machine at about the same time, and the median of
+    the passes' ratios beside the ratio of the totals."""
+    ours, theirs = [], []
     for p in range(passes):
-        cases = [(f"{t['code']}\n# pass {p} task {i}\n", t["input"]) for i, t in enumerate(tasks)]
-        start = time.perf_counter()
-        verdicts = executor.validate(cases)
-        elapsed += time.perf_counter() - start
-        total += len(cases)
-        assert sum(v.ok for v in verdicts) == len(cases), "a CRUXEval task stopped validating"
-    return {"metric": "validation", "validations": total, "seconds": elapsed,
-            "validations_per_s": total / elapsed}  # fmt: skip
+        ours.append(validation_pass(executor, tasks, p))
+        if azr is not None:
+            theirs.append(azr.run(pass_cases(tasks, p)))
+    rows = [rate("validation", len(tasks), ours)]
+    if azr is not None:
+        ratios = sorted(t / o for o, t in zip(ours, theirs, strict=True))
+        rows.append(rate("azr_batch", len(tasks), theirs, workers=azr.workers,
+                         valid=azr.valid, pass_ratios=[round(r, 3) for r in ratios],
+                         median_pass_ratio=ratios[len(ratios) // 2]))  # fmt: skip
+        azr.close()
+    return rows
 
 
 def bench_subprocess(tasks: list[dict], sample: int) -> dict:
@@ -160,27 +190,29 @@ def azr_executor_class(azr: Path):
     return python_executor.PythonExecutor, templates.CHECK_DETERMINISM_TEMPLATE
 
 
-def bench_azr_batch(azr: Path, tasks: list[dict], passes: int, workers: int) -> dict:
+class AzrBatch:
     """AZR's executor at its fastest: one `batch_apply` of every task's determinism snippet
     (the program, `f(input)` twice and a comparison) over a pool of `workers` processes."""
-    executor_class, template = azr_executor_class(azr)
-    executor = executor_class(timeout_length=10, ast_check=True, max_workers=workers)
-    total, valid, elapsed = 0, 0, 0.0
-    with contextlib.redirect_stderr(io.StringIO()):  # its progress bar
-        executor.batch_apply([template.format(code=t["code"], inputs=t["input"]) for t in tasks])
-        for p in range(passes):
-            snippets = [
-                template.format(code=f"{t['code']}\n# pass {p} task {i}\n", inputs=t["input"])
-                for i, t in enumerate(tasks)
-            ]
+
+    def __init__(self, azr: Path, tasks: list[dict], workers: int):
+        executor_class, self.template = azr_executor_class(azr)
+        self.executor = executor_class(timeout_length=10, ast_check=True, max_workers=workers)
+        self.workers, self.valid = workers, 0
+        self.run([(t["code"], t["input"]) for t in tasks])  # warm its pool
+        self.valid = 0
+
+    def run(self, cases: list[tuple[str, str]]) -> float:
+        """Seconds of one `batch_apply` over the cases."""
+        snippets = [self.template.format(code=code, inputs=text) for code, text in cases]
+        with contextlib.redirect_stderr(io.StringIO()):  # its progress bar
             start = time.perf_counter()
-            results = executor.batch_apply(snippets)
-            elapsed += time.perf_counter() - start
-            total += len(snippets)
-            valid += sum("error" not in status.lower() for _, status in results)
-    executor.cleanup()
-    return {"metric": "azr_batch", "workers": workers, "validations": total, "valid": valid,
-            "seconds": elapsed, "validations_per_s": total / elapsed}  # fmt: skip
+            results = self.executor.batch_apply(snippets)
+            elapsed = time.perf_counter() - start
+        self.valid += sum("error" not in status.lower() for _, status in results)
+        return elapsed
+
+    def close(self) -> None:
+        self.executor.cleanup()
 
 
 def bench_azr_check_all(azr: Path, tasks: list[dict]) -> dict:
@@ -277,7 +309,7 @@ def bench_verification(executor, items: dict[str, list]) -> dict[str, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, type=Path, help="CRUXEval JSONL file")
-    parser.add_argument("--passes", type=int, default=3, help="validation passes over the tasks")
+    parser.add_argument("--passes", type=int, default=9, help="validation passes over the tasks")
     parser.add_argument("--subprocess-sample", type=int, default=100)
     parser.add_argument("--tasks", type=int, default=400, help="tasks per verification type")
     parser.add_argument(
@@ -295,16 +327,16 @@ def main() -> None:
           "isolation": executor.isolation})  # fmt: skip
     with executor:
         tasks = literal_tasks(executor, args.data)
-        validation = bench_validation(executor, tasks, args.passes)
+        batch = AzrBatch(args.azr, tasks, executor.pool.size) if args.azr else None
+        validation, *azr = bench_validation(executor, tasks, args.passes, batch)
         emit(validation)
+        for row in azr:
+            emit(row)
         subprocess_baseline = bench_subprocess(tasks, args.subprocess_sample)
         emit(subprocess_baseline)
         inprocess = bench_inprocess(tasks, args.passes)
         emit(inprocess)
-        azr = []
         if args.azr:
-            azr.append(bench_azr_batch(args.azr, tasks, args.passes, executor.pool.size))
-            emit(azr[-1])
             azr.append(bench_azr_check_all(args.azr, tasks))
             emit(azr[-1])
         verification = bench_verification(
@@ -333,6 +365,7 @@ def main() -> None:
             row["metric"]: round(row["validations_per_s"], 1) for row in azr
         }
         summary["validation_ratio_to_azr"] = round(validation["validations_per_s"] / fastest, 2)
+        summary["median_pass_ratio_to_azr_batch"] = round(azr[0]["median_pass_ratio"], 2)
     emit(summary)
 
 
