@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import marshal
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -13,6 +14,7 @@ from selfplay.config import ExecutorConfig
 from selfplay.executor import values
 from selfplay.executor.compiler import Compilers
 from selfplay.executor.policy import (
+    INPUT_MODES,
     CompiledInput,
     CompiledProgram,
     PolicyRejection,
@@ -37,18 +39,21 @@ class _Cache:
     def __init__(self, size: int):
         self.size = size
         self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()  # as lru_cache, safe for executors used from threads
 
     def get(self, key):
-        value = self.items.get(key)
-        if value is not None:
-            self.items.move_to_end(key)
-        return value
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
 
     def put(self, key, value) -> None:
-        self.items[key] = value
-        self.items.move_to_end(key)
-        if len(self.items) > self.size:
-            self.items.popitem(last=False)
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            if len(self.items) > self.size:
+                self.items.popitem(last=False)
 
 
 _PROGRAMS = _Cache(8192)  # (source, max chars, extra modules): CompiledProgram | PolicyRejection
@@ -70,10 +75,16 @@ class _Ahead:
     def done(self, k: int) -> bool:
         return self.futures[k].done()
 
+    def cancel(self) -> None:
+        """Chunks not started yet are dropped (the caller stopped early)."""
+        for future in self.futures:
+            future.cancel()
+
     def wait(self, k: int) -> None:
         """Wait for chunk `k` and put its results in the caches, where the caller's usual
         compile calls find them; a chunk whose helper failed is left to the caller."""
-        prepared = self.futures[k].result()
+        future = self.futures[k]
+        prepared = None if future.cancelled() else future.result()
         if prepared is None:
             return
         c, limits = self.executor.config, self.executor.limits
@@ -100,7 +111,7 @@ class Executor:
             c.max_value_chars, c.max_value_depth, c.max_value_items, c.max_int_digits
         )
         self.pool = WorkerPool(c)
-        helpers = c.compilers if c.compilers >= 0 else (os.cpu_count() or 1)
+        helpers = c.compilers if c.compilers >= 0 else len(os.sched_getaffinity(0))
         self.compilers = Compilers(helpers) if helpers else None
 
     # -- the interface ---------------------------------------------------------------------------
@@ -182,7 +193,7 @@ class Executor:
     def precompile(self, cases: Sequence[tuple[str, str]], mode: str, chunk: int) -> _Ahead | None:
         """The helpers start compiling the cases, `chunk` at a time (programs and inputs not
         cached yet); None when the batch is too small to be worth it or there are none."""
-        if self.compilers is None or len(cases) < _HELPED_CASES:
+        if self.compilers is None or len(cases) < _HELPED_CASES or mode not in INPUT_MODES:
             return None
         c = self.config
         settings = (c.max_program_chars, c.extra_modules, mode, dataclasses.astuple(self.limits))
@@ -192,8 +203,8 @@ class Executor:
         for start in range(0, len(cases), chunk):
             programs, inputs = [], []
             for program, text in cases[start : start + chunk]:
-                if not isinstance(program, str) or not isinstance(text, str):
-                    continue
+                if type(program) is not str or type(text) is not str:
+                    continue  # the caller refuses these (marshal would refuse a subclass)
                 key = (program, c.max_program_chars, c.extra_modules)
                 if program not in programs_seen and _PROGRAMS.get(key) is None:
                     programs_seen.add(program)

@@ -9,8 +9,9 @@ gives the profile). `Compilers` spreads it over helper processes and fills the e
 caches with the results just before the caller looks them up; what the caller then does is
 unchanged, so a verdict is the same with or without helpers.
 
-Trust: a helper runs this module's code only, `python -m selfplay.executor.compiler`, with an
-environment that holds nothing but the package's path. It parses and compiles model text as
+Trust: a helper runs this module's code only, `python -s -P -m selfplay.executor.compiler`
+(no user site, no working folder on its path), with an environment that holds nothing but
+the package's path and the locale. It parses and compiles model text as
 the calling process would, and never runs it; the code objects it sends back (`marshal`) are
 what the caller would have compiled itself, and go to the sandbox as before. A helper that
 fails, dies or stalls costs time only: its chunk is compiled in the calling process.
@@ -53,7 +54,7 @@ class _Helper:
     def __init__(self) -> None:
         package_parent = str(Path(__file__).resolve().parents[2])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "selfplay.executor.compiler"],
+            [sys.executable, "-s", "-P", "-m", "selfplay.executor.compiler"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -63,33 +64,50 @@ class _Helper:
         )
 
     def ask(self, request: bytes, timeout: float) -> bytes | None:
-        """Send one request; its reply, or None when the helper died or took too long."""
-        try:
-            self.proc.stdin.write(_HEADER.pack(len(request)) + request)
-            self.proc.stdin.flush()
-        except (OSError, ValueError):
-            return None
+        """Send one request and read its reply, both within `timeout` seconds; None when the
+        helper died, stalled or sent more than a reply may hold."""
+        out = memoryview(_HEADER.pack(len(request)) + request)
+        stdin, stdout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        os.set_blocking(stdin, False)
         deadline = time.monotonic() + timeout
         buffer = b""
         size = None
         with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            sel.register(stdin, selectors.EVENT_WRITE)
+            sel.register(stdout, selectors.EVENT_READ)
             while size is None or len(buffer) < _HEADER.size + size:
                 left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
+                ready = sel.select(left) if left > 0 else []
+                if not ready:
                     return None
-                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
-                if not chunk:
-                    return None
-                buffer += chunk
-                if size is None and len(buffer) >= _HEADER.size:
-                    size = _HEADER.unpack_from(buffer)[0]
-                    if size > _MAX_REPLY:
+                for key, _ in ready:
+                    if key.fd == stdin:
+                        try:
+                            out = out[os.write(stdin, out) :]
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            return None
+                        if not out:
+                            sel.unregister(stdin)
+                        continue
+                    chunk = os.read(stdout, 1 << 20)
+                    if not chunk:
                         return None
+                    buffer += chunk
+                    if size is None and len(buffer) >= _HEADER.size:
+                        size = _HEADER.unpack_from(buffer)[0]
+                        if size > _MAX_REPLY:
+                            return None
         return buffer[_HEADER.size : _HEADER.size + size]
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Kill the process only: a thread reading its pipes sees them end, and closes them."""
+        with contextlib.suppress(OSError):
+            self.proc.kill()
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -133,7 +151,10 @@ class Compilers:
         helper = self._idle.get()
         result = None
         try:
-            if helper is None or not helper.alive():
+            if helper is not None and not helper.alive():
+                self._drop(helper)  # it died since its last chunk: reaped, then replaced
+                helper = None
+            if helper is None:
                 helper = _Helper()
                 with self._lock:
                     self._helpers.append(helper)
@@ -143,9 +164,7 @@ class Compilers:
             result = None
         finally:
             if result is None and helper is not None:
-                helper.kill()
-                with self._lock:
-                    self._helpers.remove(helper)
+                self._drop(helper)
                 helper = None
             with self._lock:
                 self.chunks += result is not None
@@ -153,7 +172,18 @@ class Compilers:
             self._idle.put(helper)  # the slot goes back whatever happened
         return result
 
+    def _drop(self, helper: _Helper) -> None:
+        helper.kill()
+        with self._lock:
+            if helper in self._helpers:
+                self._helpers.remove(helper)
+
     def close(self) -> None:
+        """Stop the helpers (a chunk in flight fails at once, left to its caller) and the
+        threads."""
+        with self._lock:
+            for helper in self._helpers:
+                helper.stop()
         if self._threads is not None:
             self._threads.shutdown(wait=True, cancel_futures=True)
             self._threads = None
@@ -165,27 +195,41 @@ class Compilers:
 
 
 def _decode(reply: bytes, programs: list[str], inputs: list[str]) -> Prepared | None:
+    """The reply's results, or None when it is not a reply to this request."""
+    from types import CodeType
+
     from selfplay.executor.policy import CompiledInput, CompiledProgram, PolicyRejection
 
-    try:
-        program_results, input_results = marshal.loads(reply)
-    except (ValueError, EOFError, TypeError):
-        return None
+    program_results, input_results = marshal.loads(reply)
     if len(program_results) != len(programs) or len(input_results) != len(inputs):
         return None
     compiled: dict = {}
     for source, result in zip(programs, program_results, strict=True):
-        if result[0] == "ok":
+        if result[0] == "ok" and len(result) == 2 and type(result[1]) is CodeType:
             compiled[source] = CompiledProgram(code=result[1], source=source)
-        else:
+        elif result[0] == "no" and len(result) == 3 and _texts(result[1:]):
             compiled[source] = PolicyRejection(result[1], result[2])
+        else:
+            return None
     calls: dict = {}
     for text, result in zip(inputs, input_results, strict=True):
-        if result[0] == "ok":
+        if (
+            result[0] == "ok"
+            and len(result) == 4
+            and type(result[1]) is str
+            and type(result[2]) is CodeType
+            and type(result[3]) is bool
+        ):
             calls[text] = CompiledInput(result[1], result[2], expression=result[3])
-        else:
+        elif result[0] == "no" and len(result) == 3 and _texts(result[1:]):
             calls[text] = PolicyRejection(result[1], result[2])
+        else:
+            return None
     return compiled, calls
+
+
+def _texts(values) -> bool:
+    return all(type(v) is str for v in values)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,30 +61,34 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
                     queued[(k + 1) % n].append((k, 1))
 
     ahead = executor.precompile(cases, mode, _CHUNK)  # compile helpers, ahead of this loop
-    for start in range(0, len(cases), _CHUNK):
+    try:
+        for start in range(0, len(cases), _CHUNK):
+            if ahead is not None:
+                while pool.busy and not ahead.done(start // _CHUNK):
+                    take(pool.collect(0.002))  # the sandbox's results while the helpers compile
+                    dispatch(unit)
+                ahead.wait(start // _CHUNK)
+            for i in range(start, min(start + _CHUNK, len(cases))):
+                program, input_text = cases[i]
+                compiled = executor.compile(program)
+                call = (
+                    compiled
+                    if isinstance(compiled, PolicyRejection)
+                    else executor.compile_input(input_text, mode)
+                )
+                if isinstance(call, PolicyRejection):
+                    verdicts[i] = Verdict(False, call.reason, detail=call.detail)
+                else:
+                    queued[len(ready) % n].append((len(ready), 0))
+                    ready.append((i, program, call))
+            take(pool.collect(0))
+            dispatch(unit)
+        while in_flight or any(queued.values()):
+            dispatch(1)
+            take(pool.collect(None))
+    finally:
         if ahead is not None:
-            while pool.busy and not ahead.done(start // _CHUNK):
-                take(pool.collect(0.002))  # the sandbox's results while the helpers compile
-                dispatch(unit)
-            ahead.wait(start // _CHUNK)
-        for i in range(start, min(start + _CHUNK, len(cases))):
-            program, input_text = cases[i]
-            compiled = executor.compile(program)
-            call = (
-                compiled
-                if isinstance(compiled, PolicyRejection)
-                else executor.compile_input(input_text, mode)
-            )
-            if isinstance(call, PolicyRejection):
-                verdicts[i] = Verdict(False, call.reason, detail=call.detail)
-            else:
-                queued[len(ready) % n].append((len(ready), 0))
-                ready.append((i, program, call))
-        take(pool.collect(0))
-        dispatch(unit)
-    while in_flight or any(queued.values()):
-        dispatch(1)
-        take(pool.collect(None))
+            ahead.cancel()
     first, second = results
     for k, (case, _, call) in enumerate(ready):
         verdicts[case] = _judge(executor, call.text, first[k], second.get(k))

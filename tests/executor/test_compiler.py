@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from selfplay.config import ConfigError, ExecutorConfig
-from selfplay.executor import Executor, compiler
+from selfplay.executor import Executor, api, compiler
 from tests.executor.test_validate_batches import _cases, _summary
 
 #: expression inputs: a name the program binds, a call, a refused construct, a rebinding
@@ -41,6 +41,23 @@ def test_helpers_give_the_verdicts_of_the_calling_process(mode):
     assert chunks >= 200 // 32 and failures == 0  # the helpers, not the caller, compiled them
     reasons = {reason for _, reason, _, _ in helped}
     assert "ok" in reasons and "syntax" in reasons and any(r.startswith("policy:") for r in reasons)
+
+
+def test_the_caller_takes_the_helpers_results_and_compiles_nothing_itself(monkeypatch):
+    calls = []
+    for name in ("compile_program", "compile_input"):
+        real = getattr(api, name)
+        monkeypatch.setattr(api, name, lambda *a, _real=real: calls.append(a) or _real(*a))
+    cases = [(f"{p}# taken\n", i) for p, i in _cases(100)]
+    config = ExecutorConfig(workers=2, compilers=2, run_timeout_s=0.2, max_value_depth=20)
+    with Executor(config) as ex:
+        helped = _summary(ex.validate(cases))
+        assert ex.compilers.chunks >= 100 // 32 and ex.compilers.failures == 0
+    assert calls == []  # every program and input came from a helper, under the same keys
+    config = ExecutorConfig(workers=2, compilers=0, run_timeout_s=0.2, max_value_depth=20)
+    with Executor(config) as ex:
+        alone = _summary(ex.validate([(f"{p}# not taken\n", i) for p, i in _cases(100)]))
+    assert helped == alone and calls
 
 
 def test_a_helper_that_fails_or_dies_costs_no_verdict(monkeypatch):

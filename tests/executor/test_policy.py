@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from selfplay.executor import policy
 from selfplay.executor.policy import (
     CompiledInput,
     CompiledProgram,
@@ -126,3 +127,23 @@ def test_compile_input_modes():
     assert compile_input("().__class__.__base__", "expression", limits).reason == "policy:dunder"
     assert compile_input("1)(2", "expression", limits).reason == "input:syntax"
     assert isinstance(compile_input(5, "literal", limits), PolicyRejection)
+
+
+def test_how_deep_a_program_may_nest_does_not_depend_on_the_callers_stack():
+    """The rewrite recurses per level of the tree: without a cap, a program near the recursion
+    limit would compile from a shallow caller (a compile helper) and not from a deep one."""
+
+    def nested(levels: int) -> str:
+        return "def f(x):\n    return " + "[" * levels + "x" + "]" * levels
+
+    def at_depth(frames: int, call):
+        return call() if frames == 0 else at_depth(frames - 1, call)
+
+    deepest = policy.MAX_NESTING - 4  # module, def, return, the name: 4 levels of their own
+    for frames in (0, 400):
+        assert isinstance(
+            at_depth(frames, lambda: compile_program(nested(deepest))), CompiledProgram
+        )
+        refused = at_depth(frames, lambda: compile_program(nested(deepest + 1)))
+        assert isinstance(refused, PolicyRejection) and refused.reason == "syntax"
+        assert "nested more than" in refused.detail
