@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -80,16 +79,10 @@ def overrides(args, model: str) -> list[str]:
 
 def launch(args, model: str, world: int, folder: Path) -> dict:
     """One evaluation with `world` processes; its measurements and records."""
-    command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
-        "--master_port", str(29600 + world), str(Path(__file__).resolve()),
-        "--worker", str(folder), *overrides(args, model),
-    ]  # fmt: skip
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        sys.exit(f"the {world}-process run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    ranks = [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]
+    from benchmarks.scale_bench import torchrun
+
+    arguments = ["--worker", str(folder), *overrides(args, model)]
+    ranks = torchrun(Path(__file__), world, 29600 + world, arguments, folder)
     records = (folder / "eval" / f"{args.benchmark}-step000000.jsonl").read_text().splitlines()
     return {
         "seconds": round(ranks[0]["seconds"], 2),

@@ -99,6 +99,20 @@ def model_folder(name: str, tmp: Path) -> str:
     return str(folder)
 
 
+def torchrun(script: Path, world: int, port: int, arguments: list[str], out: Path) -> list[dict]:
+    """`script --worker ...` with `world` CPU ranks under torchrun, one torch thread each; the
+    report each rank wrote to `out/rank<r>.json`. Exits with the ranks' output if it failed."""
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
+        "--master_port", str(port), str(script.resolve()), *arguments,
+    ]  # fmt: skip
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(f"the {world}-process run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+
+
 def launch(args, model: str, world: int, shares: int, folder: Path) -> dict:
     """One run of `args.steps` steps with `world` processes; its measurements."""
     out = folder / "out"
@@ -109,19 +123,12 @@ def launch(args, model: str, world: int, shares: int, folder: Path) -> dict:
         "run.tensorboard=false",
         "engine.backend=transformers",
         "generation.constrained_proposals=false",  # vLLM's structured output only
+        "generation.constrained_answers=false",
         *args.overrides,
     ]
-    command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
-        "--master_port", str(29500 + world),
-        str(Path(__file__).resolve()), "--worker", str(out), "--recipe", args.recipe,
-        "--steps", str(args.steps), "--shares", str(shares), *overrides,
-    ]  # fmt: skip
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        sys.exit(f"the {world}-process run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+    arguments = ["--worker", str(out), "--recipe", args.recipe, "--steps", str(args.steps)]
+    arguments += ["--shares", str(shares), *overrides]
+    ranks = torchrun(Path(__file__), world, 29500 + world, arguments, out)
     main = ranks[0]
     seconds = sum(main["step_s"])
     return {

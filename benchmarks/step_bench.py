@@ -22,11 +22,10 @@ Target: overhead_share <= 0.05.
     python benchmarks/step_bench.py --compare            # and the baseline, in the same run
 
 `--compare` also runs the same steps with the baseline settings (`--baseline`, by default the
-demo as it ran before: the transformers engine, thinking, no constrained proposals, no
-prefilled answers, and an update that scores every rollout with its own copy of its prompt in
-float32) and adds `baseline` (its
-summary) and `trained_tokens_ratio` (ours over the baseline's trained_tokens_per_s) to the
-summary. Target: trained_tokens_ratio >= 3.
+demo as it ran before: the transformers engine, thinking, no constrained proposals or
+answers, no prefilled answers, and an update that scores every rollout with its own copy of its
+prompt in float32) and adds `baseline` (its summary) and `trained_tokens_ratio` (ours over the
+baseline's trained_tokens_per_s) to the summary. Target: trained_tokens_ratio >= 3.
 """
 
 from __future__ import annotations
@@ -153,13 +152,15 @@ def main() -> None:
         default=[
             "engine.backend=transformers",
             "generation.constrained_proposals=false",
+            "generation.constrained_answers=false",
             "roles.think=true",
             "roles.prefill=false",
             "trainer.share_prompts=false",
             "trainer.mixed_precision=no",
         ],
         help="overrides that make the baseline (default: the demo as it was before vLLM, "
-        "constrained proposals, prefilled answers, shared prompts and bf16 updates: the "
+        "constrained proposals and answers, prefilled answers, shared prompts and bf16 updates: "
+        "the "
         "transformers engine, thinking, every rollout scored alone in float32)",
     )
     parser.add_argument("overrides", nargs="*", help="config overrides key=value")
