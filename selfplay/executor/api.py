@@ -87,12 +87,11 @@ class _Ahead:
         prepared = None if future.cancelled() else future.result()
         if prepared is None:
             return
-        c, limits = self.executor.config, self.executor.limits
         compiled, calls = prepared
         for source, result in compiled.items():
-            _PROGRAMS.put((source, c.max_program_chars, c.extra_modules), result)
+            _PROGRAMS.put(self.executor.program_key(source), result)
         for text, result in calls.items():
-            _INPUTS.put((text, self.mode, limits), result)
+            _INPUTS.put(self.executor.input_key(text, self.mode), result)
 
 
 class Executor:
@@ -153,10 +152,17 @@ class Executor:
 
     # -- helpers for validate.py and verify.py --------------------------------------------------
 
+    def program_key(self, source: str) -> tuple:
+        """A program's key in the caches: its text and the settings its compilation reads."""
+        return (source, self.config.max_program_chars, self.config.extra_modules)
+
+    def input_key(self, text: str, mode: str) -> tuple:
+        return (text, mode, self.limits)
+
     def compile(self, source: str) -> CompiledProgram | PolicyRejection:
         if not isinstance(source, str):
             return PolicyRejection("syntax", f"a program must be text, not {type(source).__name__}")
-        key = (source, self.config.max_program_chars, self.config.extra_modules)
+        key = self.program_key(source)
         compiled = _PROGRAMS.get(key)
         if compiled is None:
             compiled = compile_program(*key)
@@ -164,7 +170,7 @@ class Executor:
         return compiled
 
     def marshalled(self, source: str) -> bytes:
-        key = (source, self.config.max_program_chars, self.config.extra_modules)
+        key = self.program_key(source)
         data = _MARSHALLED.get(key)
         if data is None:
             compiled = self.compile(source)
@@ -183,7 +189,7 @@ class Executor:
             return None
 
     def compile_input(self, text: str, mode: str) -> CompiledInput | PolicyRejection:
-        key = (text, mode, self.limits)
+        key = self.input_key(text, mode)
         compiled = _INPUTS.get(key)
         if compiled is None:
             compiled = compile_input(*key)
@@ -205,11 +211,11 @@ class Executor:
             for program, text in cases[start : start + chunk]:
                 if type(program) is not str or type(text) is not str:
                     continue  # the caller refuses these (marshal would refuse a subclass)
-                key = (program, c.max_program_chars, c.extra_modules)
-                if program not in programs_seen and _PROGRAMS.get(key) is None:
+                known = program in programs_seen or _PROGRAMS.get(self.program_key(program))
+                if not known:
                     programs_seen.add(program)
                     programs.append(program)
-                if text not in inputs_seen and _INPUTS.get((text, mode, self.limits)) is None:
+                if text not in inputs_seen and _INPUTS.get(self.input_key(text, mode)) is None:
                     inputs_seen.add(text)
                     inputs.append(text)
             chunks.append((programs, inputs))
