@@ -45,7 +45,7 @@ from selfplay.curriculum.records import verification_record
 from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
-from selfplay.proposer.complexity import too_simple
+from selfplay.proposer.complexity import brevity, too_simple
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
@@ -402,7 +402,8 @@ def reward(
 
 def _penalties(run: Run, stored: tuple[Stored, ...], step: int) -> list[float]:
     """Each proposal's repetition and novelty penalties (`trainer/repetition.py`), against
-    the step's other valid proposals and the pool's newest tasks from before the step."""
+    the step's other valid proposals and the pool's newest tasks from before the step, and
+    the brevity penalty of a deduction or abduction program (`proposer/complexity.py`)."""
     cfg = run.config.reward
     # an induction task's program was given to its proposer: only written programs count
     programs = [
@@ -414,7 +415,12 @@ def _penalties(run: Run, stored: tuple[Stored, ...], step: int) -> list[float]:
     earlier = []
     if cfg.novelty > 0 and any(programs):
         earlier = [t.task.program for t in run.store.latest(cfg.novelty_window, step)]
-    return penalties(cfg, programs, earlier)
+    out = penalties(cfg, programs, earlier)
+    if cfg.brevity > 0:
+        for k, s in enumerate(stored):
+            if programs[k] is not None and s.validated.task.type in ("deduction", "abduction"):
+                out[k] += cfg.brevity * brevity(programs[k], cfg.brevity_statements)
+    return out
 
 
 def _proposer_rollout(run: Run, stored: Stored, rate: float | None, penalty: float) -> Rollout:

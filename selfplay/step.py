@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from selfplay.proposer.complexity import loops, statements
 from selfplay.trainer.rewards import learnability
 from selfplay.types import NO_NEW_WORK, Judged, Rollout, Stored
 
@@ -81,6 +82,7 @@ def step_metrics(
     for kind in NO_NEW_WORK:
         m[f"propose/{kind}_share"] = kinds.count(kind) / len(kinds) if kinds else float("nan")
     m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
+    m.update(_program_shape([s for s, _ in valid]))
     m["reward/rollouts"] = float(len(rollouts))
     m["reward/estimate_rollouts"] = float(_estimate_rollouts(run, judged))
     rewards: dict[str, list[float]] = {"propose": [], "solve": []}
@@ -122,6 +124,19 @@ def _lengths(role: str, completions: Sequence) -> dict[str, float]:
     return {
         f"{role}/mean_length": _rate(completions, lambda c: len(c.completion_ids)),
         f"{role}/clipped_ratio": _rate(completions, lambda c: c.finish_reason == "length"),
+    }
+
+
+def _program_shape(valid: Sequence[Stored]) -> dict[str, float]:
+    """The valid deduction and abduction programs' mean statement count and the share of
+    them with a loop or a comprehension (`proposer/complexity.py`): CRUXEval's have a median
+    of 4 statements, and 58% a loop; a run whose proposer writes one-liners has 1 and 0."""
+    tasks = [s.validated.task for s in valid]
+    written = [t.program for t in tasks if t.type in ("deduction", "abduction")]
+    counts = [n for n in map(statements, written) if n is not None]
+    return {
+        "propose/statements": sum(counts) / len(counts) if counts else float("nan"),
+        "propose/loop_share": _rate(written, lambda p: bool(loops(p))),
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from selfplay.config import RolesConfig
 from selfplay.proposer import proposer_prompt
-from selfplay.proposer.complexity import statements, too_simple
+from selfplay.proposer.complexity import brevity, loops, statements, too_simple
 
 ONE_LINE = "def f(x):\n    return x * x"
 LOOP = """
@@ -72,3 +72,20 @@ def test_the_prompt_states_the_floor_only_when_there_is_one():
 
     assert "at least" not in text(RolesConfig())
     assert "at least 3 statements" in text(RolesConfig(min_statements=3))
+
+
+def test_brevity_is_the_share_of_the_target_a_program_falls_short_of():
+    assert brevity(ONE_LINE, 4) == 0.75
+    assert brevity(LOOP, 4) == 0.0  # 5 statements: nothing above the target is paid for
+    assert brevity("def f(x):\n    y = x\n    return y", 4) == 0.5
+    assert brevity("def f(x) return x", 4) == 0.0  # refused by the executor, not here
+
+
+def test_loops_and_comprehensions_inside_functions_are_found():
+    assert loops(LOOP) is True
+    assert loops(ONE_LINE) is False
+    assert loops("def f(xs):\n    return sum(x * x for x in xs)") is True
+    assert loops("def f(xs):\n    return {k: 1 for k in xs}") is True
+    assert loops("def f(n):\n    while n > 1:\n        n //= 2\n    return n") is True
+    assert loops("squares = [k * k for k in range(3)]\ndef f(i):\n    return squares[i]") is False
+    assert loops("def f(x) return x") is None

@@ -318,6 +318,28 @@ def test_proposals_alike_share_a_repetition_penalty(make_run):
     assert rewards == pytest.approx([0.5 - 0.4, 0.5 - 0.4, 0.5 - 0.2])
 
 
+def test_a_short_program_loses_its_brevity_penalty_graded_by_its_statements(make_run):
+    """With a target of 4 statements, a one-line program loses 3/4 of `reward.brevity`, a
+    program of 3 statements 1/4, one of 4 nothing; the step logs their mean statement count
+    and the share with a loop."""
+    run, seed_id = make_run(
+        ["selfplay.solver_tasks=1", "reward.brevity=0.4", "reward.brevity_statements=4"]
+    )
+    three = "def f(s):\n    t = s.upper()\n    u = t[::-1]\n    return u"
+    four = "def f(n):\n    t = 0\n    for k in range(n):\n        t += k\n    return t"
+    proposals = [
+        proposed(0, "deduction", TRIPLE, "4", [seed_id]),
+        proposed(1, "abduction", three, "'abc'", [seed_id]),
+        proposed(2, "deduction", four, "5", [seed_id]),
+    ]
+    _, _, rollouts, metrics = one_step(run, proposals)
+    rewards = [r.reward for r in rollouts if r.role == "propose"]
+    # each new task is answered right once in two: learnability 0.5 before the penalty
+    assert rewards == pytest.approx([0.5 - 0.3, 0.5 - 0.1, 0.5])
+    assert metrics["propose/statements"] == pytest.approx((1 + 3 + 4) / 3)
+    assert metrics["propose/loop_share"] == pytest.approx(1 / 3)
+
+
 def test_a_variant_of_an_earlier_pool_program_loses_its_novelty(make_run):
     """The pool holds SORTED (the seed) and TRIPLE (an earlier step's); a variant of TRIPLE
     loses the whole novelty penalty, a new program nothing, and the step's own tasks (two

@@ -146,15 +146,25 @@ class RewardConfig(Checked):
         "held before the step (selfplay/trainer/repetition.py)",
     )
     novelty_window: int = knob(512, "the pool's newest tasks the novelty penalty compares with")
+    brevity: float = knob(
+        0.0,
+        "brevity penalty: a new deduction or abduction task whose functions have s statements, "
+        "fewer than reward.brevity_statements, loses this times (1 - s / brevity_statements) "
+        "(selfplay/proposer/complexity.py)",
+    )
+    brevity_statements: int = knob(
+        4, "the statement count from which the brevity penalty is 0 (CRUXEval's median: 4)"
+    )
     solver_wrong: float = knob(-0.5, "solver reward for a well-formed wrong answer")
     solver_malformed: float = knob(-1.0, "solver reward when no answer can be read")
 
     def check(self) -> None:
-        if self.repetition < 0 or self.novelty < 0 or not 0 < self.repetition_similarity <= 1:
-            raise ConfigError(
-                "reward.repetition and reward.novelty must be >= 0, repetition_similarity in (0, 1]"
-            )
+        if min(self.repetition, self.novelty, self.brevity) < 0:
+            raise ConfigError("reward.repetition, reward.novelty and reward.brevity must be >= 0")
+        if not 0 < self.repetition_similarity <= 1:
+            raise ConfigError("reward.repetition_similarity must be in (0, 1]")
         positive(self, "novelty_window")
+        positive(self, "brevity_statements")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ __all__ = ["report", "compare", "render", "read_metrics"]
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
 _WASTE = ("propose/duplicate_share", "propose/trivial_share", "propose/contaminated_share")
+_SHAPE = ("propose/statements", "propose/loop_share")  # of the valid written programs
 _SETTLED = 5  # the first steps of a zero-data run propose from the seed alone
 
 
@@ -110,7 +111,7 @@ def _proposals(rows: list[dict]) -> dict:
             out[f"{kind}/{rate}"] = [_mean(first, key), _mean(last, key)]
     out["new_tasks"] = [_mean(first, "propose/new_tasks"), _mean(last, "propose/new_tasks")]
     out["new_tasks_total"] = sum(r.get("propose/new_tasks", 0) for r in steps)
-    for key in _WASTE:
+    for key in _WASTE + _SHAPE:
         if any(key in r for r in steps):
             out[key.split("/")[1]] = [_mean(first, key), _mean(last, key)]
     out["no_new_work"] = _no_new_work([r for r in steps if r["step"] >= _SETTLED])

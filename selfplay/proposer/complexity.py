@@ -18,13 +18,20 @@ abduction task in its first steps, and with every readable proposal at the same 
 proposer had no gradient towards longer programs: the one-line variants that lead away from
 the seed are refused too. A floor needs references
 that already show longer programs (a seeded pool), or a penalty graded by the count.
+
+`brevity(program, target)` is that graded penalty's share, `reward.brevity` its weight: a
+deduction or abduction task whose functions have s < `reward.brevity_statements` statements
+loses `reward.brevity` * (1 - s / target) of its learnability (`stages.reward`), so that among
+valid proposals a longer program earns more, with no floor that refuses the one-line variants
+a run starts from. `loops(program)` says whether a function of it has a loop or a
+comprehension (58% of CRUXEval's programs; the run logs the share of its proposals).
 """
 
 from __future__ import annotations
 
 import ast
 
-__all__ = ["statements", "too_simple"]
+__all__ = ["brevity", "loops", "statements", "too_simple"]
 
 # definitions (nested functions count as functions of their own), imports and no-ops
 _NOT_COUNTED = (
@@ -39,14 +46,48 @@ _NOT_COUNTED = (
 )
 
 
-def statements(program: str) -> int | None:
-    """The statements inside the functions of `program`; None if it does not parse."""
+# loops and comprehensions
+_LOOPS = (
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+def _functions(program: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError, RecursionError):
         return None
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    return sum(_count(f.body) for f in functions)
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def statements(program: str) -> int | None:
+    """The statements inside the functions of `program`; None if it does not parse."""
+    functions = _functions(program)
+    return None if functions is None else sum(_count(f.body) for f in functions)
+
+
+def loops(program: str) -> bool | None:
+    """Whether a function of `program` holds a loop or a comprehension; None if it does not
+    parse."""
+    functions = _functions(program)
+    if functions is None:
+        return None
+    return any(isinstance(n, _LOOPS) for f in functions for n in ast.walk(f))
+
+
+def brevity(program: str, target: int) -> float:
+    """How far below `target` statements `program` is, as a share of `target`: 1 - s / target
+    for s < target, else 0 (and 0 when it does not parse: the executor refuses it)."""
+    found = statements(program)
+    if found is None or target <= 0:
+        return 0.0
+    return max(0.0, 1.0 - found / target)
 
 
 def _count(body: list[ast.stmt]) -> int:

@@ -14,8 +14,9 @@ Proposer (one proposed task, after the solver attempted it `selfplay.attempts` t
                rzero_peak  min(p, 1 - p), largest at p = 1/2 (R-Zero's uncertainty reward / 2)
                variance    p (1 - p)
              less `penalty`: R-Zero's batch repetition penalty and the novelty penalty
-             (`reward.repetition`, `reward.novelty`; `repetition.py`), down to the duplicate
-             penalty at most
+             (`reward.repetition`, `reward.novelty`; `repetition.py`) and the brevity
+             penalty of a short program (`reward.brevity`; `proposer/complexity.py`), down
+             to the duplicate penalty at most
   duplicate  `reward.proposer_duplicate` (default -0.5): valid, but no new work: the pool
              held the task, its program copies a reference shown in the prompt, it is
              trivial or a benchmark's program (`stages.store_tasks` decides)

@@ -330,3 +330,15 @@ def test_the_share_of_no_new_work_is_weighted_by_valid_proposals_from_step_5(tmp
     assert waste["trivial"] == pytest.approx(2 / 15, abs=1e-4)
     assert waste["all"] == pytest.approx(5 / 15, abs=1e-4)
     assert waste["repeat"] is None  # no step recorded it
+
+
+def test_the_report_shows_how_long_the_proposed_programs_are_early_and_late(tmp_path, capsys):
+    rows = [{"step": s, "propose/parse_rate/deduction": 1.0} for s in range(1, 9)]
+    for row, (count, loop) in zip(rows, [(1.0, 0.0)] * 2 + [(2.0, 0.5)] * 4 + [(4.0, 0.5)] * 2):
+        row.update({"propose/statements": count, "propose/loop_share": loop})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proposals = report(tmp_path)["proposals"]
+    assert proposals["statements"] == [1.0, 4.0]  # the first and the last quarter's means
+    assert proposals["loop_share"] == [0.0, 0.5]
+    assert main(["report", str(tmp_path)]) == 0
+    assert "statements" in capsys.readouterr().out
