@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from selfplay.curriculum import database
 from selfplay.curriculum.records import ORIGINS
 from selfplay.curriculum.schema import Attempt
+from selfplay.proposer.complexity import loops, statements
 from selfplay.types import TASK_TYPES
 
 BINS = 10
@@ -28,6 +29,9 @@ class PoolStats:
     answers: int
     correct: int
     ability: tuple[float, float]
+    # per span of steps: (first, last step, deduction and abduction tasks added, their median
+    # statements, the share with a loop or comprehension); `programs=True` of `pool_stats`
+    programs: tuple[tuple[int, int, int, float, float], ...] = ()
 
     def metrics(self) -> dict[str, float]:
         attempted = max(self.tasks - self.never_attempted, 1)
@@ -60,6 +64,12 @@ class PoolStats:
         for first, last, added, total, answers in self.growth:
             span = f"{first}" if first == last else f"{first}-{last}"
             lines.append(f"{span:>13} {added:>9} {total:>9} {answers:>10}")
+        if self.programs:
+            lines += ["", "deduction and abduction programs added (proposer/complexity.py)"]
+            lines.append(f"{'steps':>13} {'tasks':>9} {'statements':>11} {'with a loop':>12}")
+            for first, last, count, median, looped in self.programs:
+                span = f"{first}" if first == last else f"{first}-{last}"
+                lines.append(f"{span:>13} {count:>9} {median:>11g} {looped:>12.0%}")
         return "\n".join(lines)
 
 
@@ -75,7 +85,10 @@ def _type_origin_table(counts: dict[tuple[str, str], int]) -> list[str]:
     return lines
 
 
-def pool_stats(store, step: int, growth: bool = True) -> PoolStats:
+def pool_stats(store, step: int, growth: bool = True, programs: bool = False) -> PoolStats:
+    """The pool's statistics at `step`; `growth` adds the growth table (it reads the attempts
+    table), `programs` the shape of the written programs over steps (it reads every
+    deduction and abduction task's program)."""
     ix = store.index
     p, attempted = store.solve_rates(step)
     by = {}
@@ -100,7 +113,35 @@ def pool_stats(store, step: int, growth: bool = True) -> PoolStats:
         int(ix["n_answers"].sum()),
         int(ix["n_correct"].sum()),
         store.ability(step),
+        _programs(store) if programs else (),
     )
+
+
+def _spans(top: int, rows: int) -> list[tuple[int, int]]:
+    """Steps 0..`top` cut into at most `rows` spans of equal width."""
+    width = max(1, -(-(top + 1) // rows))
+    return [(first, min(first + width - 1, top)) for first in range(0, top + 1, width)]
+
+
+def _programs(store, rows: int = 12) -> tuple:
+    """Per span of steps, the deduction and abduction tasks added then: how many, their
+    median statement count and the share with a loop or a comprehension. An induction task's
+    program was given to its proposer, not written."""
+    ix = store.index
+    written = np.isin(ix["type"], [TASK_TYPES.index("deduction"), TASK_TYPES.index("abduction")])
+    ids, steps = ix["id"][written], ix["step"][written]
+    if not len(ids):
+        return ()
+    tasks = store.get(ids.tolist())
+    counts = np.array([statements(t.task.program) or 0 for t in tasks])
+    looped = np.array([bool(loops(t.task.program)) for t in tasks])
+    out = []
+    for first, last in _spans(int(steps.max()), rows):
+        here = (steps >= first) & (steps <= last)
+        if here.any():
+            median = float(np.median(counts[here]))
+            out.append((first, last, int(here.sum()), median, float(looped[here].mean())))
+    return tuple(out)
 
 
 def _growth(store, rows: int = 12) -> tuple:
@@ -117,10 +158,8 @@ def _growth(store, rows: int = 12) -> tuple:
     if not len(steps) and not answers:
         return ()
     top = max([int(steps.max()) if len(steps) else 0, *answers])
-    width = max(1, -(-(top + 1) // rows))
     out, total = [], 0
-    for first in range(0, top + 1, width):
-        last = min(first + width - 1, top)
+    for first, last in _spans(top, rows):
         added = int(np.count_nonzero((steps >= first) & (steps <= last)))
         total += added
         spent = sum(int(v) for st, v in answers.items() if first <= st <= last)

@@ -473,13 +473,14 @@ class TaskStore:
         database: programs are not in the in-memory index."""
         return reads.induction_inputs(self._engine, self._run_id, programs, before_step)
 
-    def stats(self, step: int | None = None, growth: bool = True):
+    def stats(self, step: int | None = None, growth: bool = True, programs: bool = False):
         """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).
         `growth=False` skips the growth table, the one part that queries the attempts table
-        (the loop's per-step metrics do not use it)."""
+        (the loop's per-step metrics do not use it); `programs=True` adds the written
+        programs' statements and loops over steps (it reads their text)."""
         from selfplay.curriculum.stats import pool_stats
 
-        return pool_stats(self, self.last_step if step is None else step, growth)
+        return pool_stats(self, self.last_step if step is None else step, growth, programs)
 
 
 __all__ = ["TaskStore", "StoreError"]

@@ -3,7 +3,7 @@
   selfplay pool import FILE... --store PATH_OR_URL [--labeled] [--run NAME] [--rejects OUT]
                        [--limit N [--sample-seed S]]
   selfplay pool export --store PATH_OR_URL --format jsonl|parquet|hf --out PATH [filters]
-  selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json]
+  selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json] [--programs]
 
 `--store` is a SQLite file path or a database URL. Without `--run`, a store holding one run
 means that run; an empty store gets `curriculum.run` on import. Import prints one JSON summary
@@ -63,6 +63,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = commands.add_parser("stats", help="counts, difficulty histogram and growth")
     p.add_argument("--step", type=int, help="estimate at this step (default: the last)")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    p.add_argument(
+        "--programs",
+        action="store_true",
+        help="add the written programs' statements and loop share over steps (reads them all)",
+    )
     _common(p)
     p.set_defaults(handler=stats_command)
 
@@ -174,7 +179,7 @@ def export_command(args: argparse.Namespace) -> int:
 def stats_command(args: argparse.Namespace) -> int:
     _, store = _open(args, create=False)
     with store:
-        stats = store.stats(args.step)
+        stats = store.stats(args.step, programs=args.programs)
     if args.json:
         data = dataclasses.asdict(stats)
         data["by_type_origin"] = {f"{t}/{o}": c for (t, o), c in stats.by_type_origin.items()}
