@@ -56,6 +56,7 @@ from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
 from selfplay.trivial import trivial_reasons
 from selfplay.types import (
+    WRITTEN_TYPES,
     Answer,
     Attempted,
     Judged,
@@ -70,8 +71,6 @@ from selfplay.types import (
 
 if TYPE_CHECKING:
     from selfplay.runs import Run
-
-_PROGRAM_TYPES = ("deduction", "abduction")
 
 # The stages of a step that draw random numbers, each with its own seed (`_seed`): three
 # generate, the update draws its mini-batches.
@@ -102,7 +101,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
             if not given:
                 continue  # nothing to write inputs for yet
             programs = [given[k % len(given)] for k in range(n)]
-        ref_types = [task_type] if task_type in ("induction", "math") else list(_PROGRAM_TYPES)
+        ref_types = [task_type] if task_type in ("induction", "math") else list(WRITTEN_TYPES)
         references = run.store.references(n, step, types=ref_types, salt=salt)
         for k in range(n):
             refs = references[k] if k < len(references) else []
@@ -158,7 +157,7 @@ def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     are programs that already have `curriculum.induction_per_program` induction tasks: drawn
     by the frontier, a few programs would otherwise take the pool (as they did in a measured
     run, docs/results.md: induction tasks on 2 programs, told apart by their message)."""
-    tasks = [t.task for t in run.store.sample(n, step, types=_PROGRAM_TYPES, salt=salt).tasks]
+    tasks = [t.task for t in run.store.sample(n, step, types=WRITTEN_TYPES, salt=salt).tasks]
     if tasks and not run.config.curriculum.keep_trivial:
         tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
                  if not why]  # fmt: skip
@@ -179,7 +178,7 @@ def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:
         k: reason
         for k, p in enumerate(proposed)
         if isinstance(p.parsed, Proposal)
-        and p.task_type in _PROGRAM_TYPES
+        and p.task_type in WRITTEN_TYPES
         and (reason := too_simple(p.parsed.program, floor))
     }
     cases = [
@@ -417,9 +416,9 @@ def _penalties(run: Run, stored: tuple[Stored, ...], step: int) -> list[float]:
         earlier = [t.task.program for t in run.store.latest(cfg.novelty_window, step)]
     out = penalties(cfg, programs, earlier)
     if cfg.brevity > 0:
-        for k, s in enumerate(stored):
-            if programs[k] is not None and s.validated.task.type in ("deduction", "abduction"):
-                out[k] += cfg.brevity * brevity(programs[k], cfg.brevity_statements)
+        for k, (s, program) in enumerate(zip(stored, programs, strict=True)):
+            if program is not None and s.validated.task.type in WRITTEN_TYPES:
+                out[k] += cfg.brevity * brevity(program, cfg.brevity_statements)
     return out
 
 

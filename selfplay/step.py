@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from selfplay.proposer.complexity import loops, statements
 from selfplay.trainer.rewards import learnability
-from selfplay.types import NO_NEW_WORK, Judged, Rollout, Stored
+from selfplay.types import NO_NEW_WORK, WRITTEN_TYPES, Judged, Rollout, Stored
 
 if TYPE_CHECKING:
     from selfplay.runs import Run
@@ -128,11 +128,13 @@ def _lengths(role: str, completions: Sequence) -> dict[str, float]:
 
 
 def _program_shape(valid: Sequence[Stored]) -> dict[str, float]:
-    """The valid deduction and abduction programs' mean statement count and the share of
-    them with a loop or a comprehension (`proposer/complexity.py`): CRUXEval's have a median
-    of 4 statements, and 58% a loop; a run whose proposer writes one-liners has 1 and 0."""
-    tasks = [s.validated.task for s in valid]
-    written = [t.program for t in tasks if t.type in ("deduction", "abduction")]
+    """The new deduction and abduction programs' mean statement count and the share of them
+    with a loop or a comprehension (`proposer/complexity.py`): CRUXEval's have a median of 4
+    statements, and 58% a loop; a run whose proposer writes one-liners has 1 and 0. Copies
+    and other proposals that are no new work are left out, as the brevity penalty leaves
+    them: a copied long reference is not a longer program written."""
+    tasks = [s.validated.task for s in valid if not s.duplicate]
+    written = [t.program for t in tasks if t.type in WRITTEN_TYPES]
     counts = [n for n in map(statements, written) if n is not None]
     return {
         "propose/statements": sum(counts) / len(counts) if counts else float("nan"),

@@ -19,6 +19,8 @@ from typing import Literal
 
 TaskType = Literal["deduction", "abduction", "induction", "math"]
 TASK_TYPES: tuple[TaskType, ...] = ("deduction", "abduction", "induction", "math")
+# the task types whose program the proposer writes (an induction task's program is given)
+WRITTEN_TYPES: tuple[TaskType, ...] = ("deduction", "abduction")
 
 
 @dataclass(frozen=True)

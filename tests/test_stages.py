@@ -319,25 +319,38 @@ def test_proposals_alike_share_a_repetition_penalty(make_run):
 
 
 def test_a_short_program_loses_its_brevity_penalty_graded_by_its_statements(make_run):
-    """With a target of 4 statements, a one-line program loses 3/4 of `reward.brevity`, a
-    program of 3 statements 1/4, one of 4 nothing; the step logs their mean statement count
-    and the share with a loop."""
+    """With a target of 5 statements, a one-line program loses 4/5 of `reward.brevity`, a
+    program of 3 statements 2/5, one of 4 1/5, down to the duplicate penalty at most; an
+    induction task, whose program was given, nothing. The step logs the written programs'
+    mean statement count and the share with a loop."""
     run, seed_id = make_run(
-        ["selfplay.solver_tasks=1", "reward.brevity=0.4", "reward.brevity_statements=4"]
+        ["selfplay.solver_tasks=1", "reward.brevity=0.4", "reward.brevity_statements=5"]
+        + ["selfplay.task_types=[deduction, abduction, induction]"]
     )
     three = "def f(s):\n    t = s.upper()\n    u = t[::-1]\n    return u"
     four = "def f(n):\n    t = 0\n    for k in range(n):\n        t += k\n    return t"
+    induction = Proposal("induction", TRIPLE, ("1", "2", "3", "4"), "triples")
     proposals = [
         proposed(0, "deduction", TRIPLE, "4", [seed_id]),
         proposed(1, "abduction", three, "'abc'", [seed_id]),
         proposed(2, "deduction", four, "5", [seed_id]),
+        dataclasses.replace(proposed(3, "induction", TRIPLE, "1"), parsed=induction),
     ]
-    _, _, rollouts, metrics = one_step(run, proposals)
+    stored, _, rollouts, metrics = one_step(run, proposals)
+    assert [s.outcome for s in stored] == ["valid"] * 4
     rewards = [r.reward for r in rollouts if r.role == "propose"]
     # each new task is answered right once in two: learnability 0.5 before the penalty
-    assert rewards == pytest.approx([0.5 - 0.3, 0.5 - 0.1, 0.5])
+    assert rewards[:3] == pytest.approx([0.5 - 0.32, 0.5 - 0.16, 0.5 - 0.08])
+    assert rewards[3] >= 0  # its learnability, untouched
     assert metrics["propose/statements"] == pytest.approx((1 + 3 + 4) / 3)
     assert metrics["propose/loop_share"] == pytest.approx(1 / 3)
+
+    # a heavy weight stops at the duplicate penalty
+    run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.brevity=2"])
+    _, _, rollouts, _ = one_step(run, [proposed(0, "deduction", TRIPLE, "4", [seed_id])])
+    assert [r.reward for r in rollouts if r.role == "propose"] == [
+        run.config.reward.proposer_duplicate
+    ]
 
 
 def test_a_variant_of_an_earlier_pool_program_loses_its_novelty(make_run):

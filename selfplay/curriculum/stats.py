@@ -11,7 +11,7 @@ from selfplay.curriculum import database
 from selfplay.curriculum.records import ORIGINS
 from selfplay.curriculum.schema import Attempt
 from selfplay.proposer.complexity import loops, statements
-from selfplay.types import TASK_TYPES
+from selfplay.types import TASK_TYPES, WRITTEN_TYPES
 
 BINS = 10
 
@@ -29,8 +29,9 @@ class PoolStats:
     answers: int
     correct: int
     ability: tuple[float, float]
-    # per span of steps: (first, last step, deduction and abduction tasks added, their median
-    # statements, the share with a loop or comprehension); `programs=True` of `pool_stats`
+    # per span of steps: (first, last step, deduction and abduction tasks proposed, their
+    # median statements, the share with a loop or comprehension); `programs=True` of
+    # `pool_stats`
     programs: tuple[tuple[int, int, int, float, float], ...] = ()
 
     def metrics(self) -> dict[str, float]:
@@ -65,7 +66,7 @@ class PoolStats:
             span = f"{first}" if first == last else f"{first}-{last}"
             lines.append(f"{span:>13} {added:>9} {total:>9} {answers:>10}")
         if self.programs:
-            lines += ["", "deduction and abduction programs added (proposer/complexity.py)"]
+            lines += ["", "deduction and abduction programs proposed (proposer/complexity.py)"]
             lines.append(f"{'steps':>13} {'tasks':>9} {'statements':>11} {'with a loop':>12}")
             for first, last, count, median, looped in self.programs:
                 span = f"{first}" if first == last else f"{first}-{last}"
@@ -86,9 +87,9 @@ def _type_origin_table(counts: dict[tuple[str, str], int]) -> list[str]:
 
 
 def pool_stats(store, step: int, growth: bool = True, programs: bool = False) -> PoolStats:
-    """The pool's statistics at `step`; `growth` adds the growth table (it reads the attempts
-    table), `programs` the shape of the written programs over steps (it reads every
-    deduction and abduction task's program)."""
+    """The pool's statistics, its estimates at `step`; `growth` adds the growth table (it
+    reads the attempts table), `programs` the shape of the proposed programs over steps (it
+    reads every proposed deduction and abduction task's program); both cover every step."""
     ix = store.index
     p, attempted = store.solve_rates(step)
     by = {}
@@ -124,11 +125,13 @@ def _spans(top: int, rows: int) -> list[tuple[int, int]]:
 
 
 def _programs(store, rows: int = 12) -> tuple:
-    """Per span of steps, the deduction and abduction tasks added then: how many, their
+    """Per span of steps, the deduction and abduction tasks proposed then: how many, their
     median statement count and the share with a loop or a comprehension. An induction task's
-    program was given to its proposer, not written."""
+    program was given to its proposer, and an imported task (a seed, a labeled one) was not
+    proposed: neither is a program the model wrote."""
     ix = store.index
-    written = np.isin(ix["type"], [TASK_TYPES.index("deduction"), TASK_TYPES.index("abduction")])
+    written = np.isin(ix["type"], [TASK_TYPES.index(t) for t in WRITTEN_TYPES])
+    written &= ix["origin"] == ORIGINS.index("proposed")
     ids, steps = ix["id"][written], ix["step"][written]
     if not len(ids):
         return ()

@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--programs",
         action="store_true",
-        help="add the written programs' statements and loop share over steps (reads them all)",
+        help="add the proposed programs' statements and loop share over steps (reads them all)",
     )
     _common(p)
     p.set_defaults(handler=stats_command)

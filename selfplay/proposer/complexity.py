@@ -19,12 +19,17 @@ proposer had no gradient towards longer programs: the one-line variants that lea
 the seed are refused too. A floor needs references
 that already show longer programs (a seeded pool), or a penalty graded by the count.
 
-`brevity(program, target)` is that graded penalty's share, `reward.brevity` its weight: a
+`brevity(program, target)` is that graded penalty's share, `reward.brevity` its weight: a new
 deduction or abduction task whose functions have s < `reward.brevity_statements` statements
-loses `reward.brevity` * (1 - s / target) of its learnability (`stages.reward`), so that among
-valid proposals a longer program earns more, with no floor that refuses the one-line variants
-a run starts from. `loops(program)` says whether a function of it has a loop or a
-comprehension (58% of CRUXEval's programs; the run logs the share of its proposals).
+has `reward.brevity` * (1 - s / target) taken off its learnability (`stages.reward`), so that
+among new tasks solved alike a longer program earns more, and the one-line variants a run
+starts from are still valid. Like every penalty it stops at the duplicate penalty: the
+gradient between lengths holds while `reward.brevity` * (1 - 1 / target), plus the repetition
+and novelty penalties, stays below the gap between learnability and that penalty (0.5 for a
+task every answer solves, at the defaults); with `reward.brevity` 0.5 and the target 4, a
+one-liner loses 0.375. Padding (`y = x; return y`) counts as a statement here too: the
+run's `propose/loop_share` says whether longer programs also do more. `loops(program)` says
+whether a function of it has a loop or a comprehension (58% of CRUXEval's programs).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class RoleResult:
     outcome: ProposalOutcome | AnswerOutcome
     solve_rate: float | None = None  # proposer, valid: the solver's empirical solve rate
     duplicate: bool = False  # proposer, valid: no new task (see `selfplay.types.Stored`)
-    penalty: float = 0.0  # proposer, valid: the repetition and novelty penalties
+    penalty: float = 0.0  # proposer, valid: the repetition, novelty and brevity penalties
 
 
 def learnability(shape: str, p: float, config) -> float:

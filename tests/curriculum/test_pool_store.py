@@ -119,11 +119,13 @@ def test_stats_count_types_origins_and_growth(store_url, config):
 def test_stats_read_how_long_the_written_programs_are_over_steps(store_url, config):
     loop = "def f(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t"
     with TaskStore.open(store_url, run="r", config=config) as store:
-        store.add_tasks([task(i) for i in range(3)], Provenance("seed"))  # one line each
+        store.add_tasks([task(i) for i in range(3)], Provenance("seed"))  # not proposed
+        store.add_tasks([task(i) for i in range(3, 5)], Provenance(step=0))  # one line each
         store.add_tasks([Task("abduction", loop, ("[1]",), ("1",))], Provenance(step=1))
         store.add_tasks([Task("induction", loop, ("[2]",), ("2",))], Provenance(step=1))
         assert store.stats().programs == ()  # only when asked: it reads every program
         stats = store.stats(programs=True)
-    # steps 0 and 1, one span each; the induction task's program was not written
-    assert stats.programs == ((0, 0, 3, 1.0, 0.0), (1, 1, 1, 4.0, 1.0))
+    # steps 0 and 1, one span each; the seeds were not proposed, the induction task's program
+    # was given to its proposer
+    assert stats.programs == ((0, 0, 2, 1.0, 0.0), (1, 1, 1, 4.0, 1.0))
     assert "with a loop" in stats.table()

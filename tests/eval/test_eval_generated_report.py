@@ -336,6 +336,9 @@ def test_the_report_shows_how_long_the_proposed_programs_are_early_and_late(tmp_
     rows = [{"step": s, "propose/parse_rate/deduction": 1.0} for s in range(1, 9)]
     for row, (count, loop) in zip(rows, [(1.0, 0.0)] * 2 + [(2.0, 0.5)] * 4 + [(4.0, 0.5)] * 2):
         row.update({"propose/statements": count, "propose/loop_share": loop})
+    # a step without a new program logs NaN, and an older run's steps lack the keys
+    rows[1].update({"propose/statements": float("nan"), "propose/loop_share": float("nan")})
+    del rows[-1]["propose/statements"], rows[-1]["propose/loop_share"]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     proposals = report(tmp_path)["proposals"]
     assert proposals["statements"] == [1.0, 4.0]  # the first and the last quarter's means
