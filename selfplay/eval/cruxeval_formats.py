@@ -25,7 +25,15 @@ from selfplay.engine.base import Chat, chat
 from selfplay.extract import call_arguments
 from selfplay.types import ParseFailure
 
-__all__ = ["STYLES", "STOP", "SYSTEM", "published_prompt", "published_answer"]
+__all__ = [
+    "STYLES",
+    "STOP",
+    "SYSTEM",
+    "EXAMPLE_ANSWERS",
+    "copies_example",
+    "published_prompt",
+    "published_answer",
+]
 
 Style = Literal["direct", "cot"]
 STYLES: tuple[Style, ...] = ("direct", "cot")
@@ -99,6 +107,25 @@ _TEMPLATES = {
     ("abduction", "direct"): _DIRECT_INPUT,
     ("abduction", "cot"): _COT_INPUT,
 }
+
+
+#: The answers of each prompt's worked examples as `published_answer` extracts them. A model
+#: that gives one of them to a problem of its own copies the prompt: a trained model's answers
+#: can drift there (`17` on CRUXEval-O, `["mq", "px", "zy"]` on CRUXEval-I), which
+#: `selfplay report --compare` counts.
+EXAMPLE_ANSWERS: dict[tuple[str, Style], tuple[str, ...]] = {
+    ("deduction", "direct"): ("17", '"x9ja"'),
+    ("deduction", "cot"): ('"bhihia"',),
+    ("abduction", "direct"): ('["mq", "px", "zy"]', '"ba", "nana"'),
+    ("abduction", "cot"): ("16",),
+}
+
+
+def copies_example(answer: str, kind: str, style: Style) -> bool:
+    """Whether a recorded answer is one of the prompt's worked examples' answers: its first
+    line, stripped (a model that runs on past the answer writes the prompt's tags after it)."""
+    first = answer.strip().split("\n")[0].strip()
+    return first in EXAMPLE_ANSWERS[(kind, style)]
 
 
 def published_prompt(kind: str, style: Style, code: str, input: str, output: str) -> Chat:

@@ -41,6 +41,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfplay.eval import cruxeval_formats
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
@@ -63,6 +64,7 @@ class Item:
     trivial: bool | None  # the copy answer solves it; None when the record does not say
     tag: str  # prompt format and set version, to tell apart evaluations that differ
     content: tuple | None = None  # the item's (program, input, output) where recorded
+    example: bool | None = None  # a CRUXEval answer copied from the prompt's worked example
 
 
 def report(folder: str | Path) -> dict:
@@ -286,6 +288,12 @@ def _stats(pairs: list[tuple[Item, Item]]) -> dict:
             {kind: sum(x.failure == kind for x in side) for kind in FAILURES}
             for side in ([x for x, _ in pairs], [y for _, y in pairs])
         ],
+        # answers that copy the published prompt's worked example (CRUXEval), before and after
+        "example_answers": (
+            [sum(bool(x.example) for x in side) for side in zip(*pairs, strict=True)]
+            if any(x.example is not None for pair in pairs for x in pair)
+            else None
+        ),
     }
 
 
@@ -319,8 +327,19 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             trivial if isinstance(trivial, bool) else None,
             tag or "unlabelled",
             content,
+            _copies_example(row),
         )
     return items, bad
+
+
+def _copies_example(row: dict) -> bool | None:
+    """Whether a CRUXEval record's answer is its prompt's worked example's; None for other
+    records and for the solver's own prompt format, which shows no example values."""
+    subset, style, answer = str(row.get("subset", "")), row.get("prompt_format"), row.get("answer")
+    kind = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}.get(subset[:10])
+    if kind is None or style not in cruxeval_formats.STYLES:
+        return None
+    return isinstance(answer, str) and cruxeval_formats.copies_example(answer, kind, style)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,6 +366,9 @@ def render(result: dict) -> str:
         steps = f" (steps {row['steps'][0]}->{row['steps'][1]})" if "steps" in row else ""
         lines.append(f"{subset}{steps}")
         lines.append(_render_stats("all", row))
+        if row.get("example_answers"):
+            before, after = row["example_answers"]
+            lines.append(f"    answers copying the prompt's worked example: {before} -> {after}")
         if row.get("non_trivial") is not None:
             lines.append(_render_stats("non-trivial", row["non_trivial"]))
             lines.append(_render_changes(row["non_trivial"]))

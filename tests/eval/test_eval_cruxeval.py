@@ -10,7 +10,13 @@ from selfplay.cli import main
 from selfplay.engine import SamplingParams
 from selfplay.engine.base import Completion, Generation
 from selfplay.eval.cruxeval import evaluate, load_problems
-from selfplay.eval.cruxeval_formats import SYSTEM, published_answer, published_prompt
+from selfplay.eval.cruxeval_formats import (
+    EXAMPLE_ANSWERS,
+    SYSTEM,
+    copies_example,
+    published_answer,
+    published_prompt,
+)
 from selfplay.executor import Executor
 from selfplay.judge import Judge
 from tests.conftest import require_data
@@ -231,3 +237,17 @@ class RecordingEngine(ScriptedEngine):
 def test_published_formats_are_for_cruxeval_only(capsys):
     assert main(["eval", "gsm8k", "--model", "unused", "--prompt-format", "cot"]) != 0
     assert "cruxeval only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["deduction", "abduction"])
+@pytest.mark.parametrize("style", ["direct", "cot"])
+def test_the_example_answers_are_those_the_published_prompts_show(kind, style):
+    """Each recorded example answer is what `published_answer` extracts from one of the
+    prompt's own worked `[ANSWER]` blocks, and nothing else is."""
+    text = published_prompt(kind, style, "def f(x):\n    return x", "1", "1")[-1].content
+    # the worked examples' blocks; the problem's own is left open
+    blocks = [b for b in text.split("[ANSWER]\n")[1:] if "[/ANSWER]" in b]
+    shown = {published_answer(b.split("\n[/ANSWER]")[0], kind, "direct") for b in blocks}
+    assert shown == set(EXAMPLE_ANSWERS[(kind, style)])
+    assert all(copies_example(a, kind, style) for a in shown)
+    assert not copies_example("[1, 2, 3]", kind, style)

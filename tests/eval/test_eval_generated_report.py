@@ -345,3 +345,26 @@ def test_the_report_shows_how_long_the_proposed_programs_are_early_and_late(tmp_
     assert proposals["loop_share"] == [0.0, 0.5]
     assert main(["report", str(tmp_path)]) == 0
     assert "statements" in capsys.readouterr().out
+
+
+def test_compare_counts_answers_copied_from_the_published_prompts_example(tmp_path, capsys):
+    """A CRUXEval-O answer `17` (the first worked example's output, here followed by the
+    prompt's tag, as a drifting model writes it) copies the prompt; the solver's own format
+    shows no example, so its records are not counted."""
+
+    def write(folder, answers, subset="cruxeval_o", prompt_format="direct"):
+        folder.mkdir()
+        rows = [
+            dict(subset=subset, id=str(i), correct=False, prompt_format=prompt_format, answer=a)
+            for i, a in enumerate(answers)
+        ]
+        (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    write(tmp_path / "base", ["17", "'abc'", None, "[1, 2]"])
+    write(tmp_path / "trained", ["17\n[/PYTHON]", '"x9ja"', "17", " 17 "])
+    got = compare(tmp_path / "base", tmp_path / "trained")
+    assert got["cruxeval_o"]["example_answers"] == [1, 4]
+    assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]) == 0
+    assert "answers copying the prompt's worked example: 1 -> 4" in capsys.readouterr().out
+    write(tmp_path / "own", ["17"], prompt_format="selfplay")
+    assert compare(tmp_path / "own", tmp_path / "own")["cruxeval_o"]["example_answers"] is None
