@@ -318,6 +318,12 @@ def test_proposals_alike_share_a_repetition_penalty(make_run):
     assert rewards == pytest.approx([0.5 - 0.4, 0.5 - 0.4, 0.5 - 0.2])
 
 
+def _triples_induction(group: int):
+    """An induction proposal on TRIPLE: its program was given to the proposer, not written."""
+    induction = Proposal("induction", TRIPLE, ("1", "2", "3", "4"), "triples")
+    return dataclasses.replace(proposed(group, "induction", TRIPLE, "1"), parsed=induction)
+
+
 def test_a_short_program_loses_its_brevity_penalty_graded_by_its_statements(make_run):
     """With a target of 5 statements, a one-line program loses 4/5 of `reward.brevity`, a
     program of 3 statements 2/5, one of 4 1/5, down to the duplicate penalty at most; an
@@ -329,12 +335,11 @@ def test_a_short_program_loses_its_brevity_penalty_graded_by_its_statements(make
     )
     three = "def f(s):\n    t = s.upper()\n    u = t[::-1]\n    return u"
     four = "def f(n):\n    t = 0\n    for k in range(n):\n        t += k\n    return t"
-    induction = Proposal("induction", TRIPLE, ("1", "2", "3", "4"), "triples")
     proposals = [
         proposed(0, "deduction", TRIPLE, "4", [seed_id]),
         proposed(1, "abduction", three, "'abc'", [seed_id]),
         proposed(2, "deduction", four, "5", [seed_id]),
-        dataclasses.replace(proposed(3, "induction", TRIPLE, "1"), parsed=induction),
+        _triples_induction(3),
     ]
     stored, _, rollouts, metrics = one_step(run, proposals)
     assert [s.outcome for s in stored] == ["valid"] * 4
@@ -364,12 +369,11 @@ def test_a_variant_of_an_earlier_pool_program_loses_its_novelty(make_run):
          "abduction, induction]"],
         more=[earlier],
     )  # fmt: skip
-    induction = Proposal("induction", TRIPLE, ("1", "2", "3", "4"), "triples")
     proposals = [
         proposed(0, "deduction", "def f(k):\n    return k * 5", "2", [seed_id]),
         proposed(1, "abduction", REVERSED, "'abc'", [seed_id]),
         proposed(2, "deduction", REVERSED, "'xyz'", [seed_id]),
-        dataclasses.replace(proposed(3, "induction", TRIPLE, "1"), parsed=induction),
+        _triples_induction(3),
     ]
     stored, _, rollouts, _ = one_step(run, proposals)
     assert [s.outcome for s in stored] == ["valid"] * 4
