@@ -1,15 +1,28 @@
-"""Proposal parse and valid rates per task type, with and without format-constrained generation.
+"""Proposal parse and valid rates per task type, with and without format-constrained generation,
+and what the valid deduction and abduction proposals are: new work, or the seed again.
 
     .venv/bin/python benchmarks/proposal_bench.py [--n 16] [--modes free constrained] [k=v ...]
+    .venv/bin/python benchmarks/proposal_bench.py --recipe recipes/cpu_learn.yaml \
+        --types deduction abduction --modes constrained --references seed --n 32 roles.topics=true
 
 The model (default: the embedded SmolLM2-135M-Instruct) writes `--n` proposals per task type
-with the demo recipe's sampling (recipes/cpu_demo.yaml: temperature 0.7, top-p 0.9, 256 new
-tokens) on the vLLM backend, as a zero-data run's first step asks for them: no references;
-induction proposals write inputs for programs of the AZR seed file ($SELFPLAY_DATA/azr_seed)
-that the executor validates. `free` samples as the loop does by default; `constrained` keeps
-every proposal inside its layout's regular expression (`generation.constrained_proposals`).
-A proposal is parsed as the propose stage parses it and valid when the executor accepts every
-run (`task_from`). One JSON line per mode and type; the last line is the summary.
+with the recipe's sampling (default recipes/cpu_demo.yaml: temperature 0.7, top-p 0.9, 256 new
+tokens) on the vLLM backend, as a zero-data run's first step asks for them: no references, or
+with `--references seed` AZR's identity seed as the one reference of every deduction and
+abduction prompt (what a zero-data run's seeding and first step show); induction proposals
+write inputs for programs of the AZR seed file ($SELFPLAY_DATA/azr_seed) that the executor
+validates. With `roles.topics=true` each deduction and abduction prompt names the idea a run
+would draw for it at step 0 (`selfplay.proposer.topics`). `free` samples as the loop does by
+default; `constrained` keeps every proposal inside its layout's regular expression
+(`generation.constrained_proposals`). A proposal is parsed as the propose stage parses it and
+valid when the executor accepts every run (`task_from`).
+
+Of the valid deduction and abduction tasks, as the store stage would judge them: `trivial`
+(`selfplay.trivial`: copying answers it, or its output does not move with its input; a copy of
+the identity seed is trivial), `repeats` (the canonical program of an earlier valid proposal of
+the same mode), `new` (the rest), and the shape of the new ones: `statements` (median, as
+`selfplay.proposer.complexity` counts them) and `loop_share`. One JSON line per mode and type;
+the last line is the summary.
 """
 
 from __future__ import annotations
@@ -38,15 +51,68 @@ def seed_programs(executor, count: int, rng: random.Random) -> list[str]:
     return [rng.choice(programs) for _ in range(count)]
 
 
-def prompts(config, n: int, programs: list[str]) -> list[tuple[str, str | None, object]]:
-    """(task type, program, chat) for `n` proposals of each type."""
+def prompts(
+    config, n: int, programs: list[str], types=TYPES, references=()
+) -> list[tuple[str, str | None, object]]:
+    """(task type, program, chat) for `n` proposals of each type; deduction and abduction
+    prompts show `references` and, with `roles.topics`, the idea a run draws at step 0."""
     from selfplay.proposer import proposer_prompt
+    from selfplay.proposer.topics import topic_for
 
+    refuse = not config.curriculum.keep_trivial
     out = []
-    for kind in TYPES:
+    for salt, kind in enumerate(types):
+        written = kind in ("deduction", "abduction")
         for k in range(n):
             program = programs[k] if kind == "induction" else None
-            out.append((kind, program, proposer_prompt(kind, [], config.roles, program)))
+            topic = (
+                topic_for(config.run.seed, 0, salt, k) if written and config.roles.topics else None
+            )
+            shown = list(references) if written else []
+            chat = proposer_prompt(kind, shown, config.roles, program, refuse, topic=topic)
+            out.append((kind, program, chat))
+    return out
+
+
+def identity_seed(executor):
+    """AZR's seed task, as a zero-data run's pool holds it before the first step."""
+    from selfplay.runs import IDENTITY_SEED
+    from selfplay.types import Task
+
+    [verdict] = executor.validate([IDENTITY_SEED])
+    return Task("deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,))
+
+
+def shape(executor, tasks) -> dict[str, float]:
+    """What the valid deduction and abduction tasks of one mode and type are (see the
+    module's docstring)."""
+    import statistics
+
+    from selfplay.proposer.canonical import canonical_program
+    from selfplay.proposer.complexity import loops, statements
+    from selfplay.trivial import trivial_reasons
+
+    reasons = trivial_reasons(executor, tasks) if tasks else []
+    seen: set[str] = set()
+    counts = Counter()
+    sizes, looped = [], []
+    for task, reason in zip(tasks, reasons, strict=True):
+        canonical = canonical_program(task.program)
+        if reason:
+            counts["trivial"] += 1
+        elif canonical in seen:
+            counts["repeats"] += 1
+        else:
+            counts["new"] += 1
+            sizes.append(statements(task.program) or 0)
+            looped.append(bool(loops(task.program)))
+        seen.add(canonical)
+    out = {key: counts[key] for key in ("new", "trivial", "repeats")}
+    if tasks:
+        out["no_new_work_share"] = round(1 - counts["new"] / len(tasks), 3)
+    if sizes:
+        out["statements"] = statistics.median(sizes)
+        out["loop_share"] = round(sum(looped) / len(looped), 3)
     return out
 
 
@@ -56,8 +122,9 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
     from selfplay.types import ParseFailure
 
     roles = config.roles
-    counts = {kind: Counter() for kind in TYPES}
+    counts = {kind: Counter() for kind, _, _ in requests}
     parsed = []
+    tasks = {kind: [] for kind in counts}
     for (kind, program, _), c in zip(requests, completions, strict=True):
         result = parse_proposal(
             c.text,
@@ -78,8 +145,15 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
     verdicts = iter(executor.validate([case for p in parsed for case in p.cases]))
     for p in parsed:
         runs = [next(verdicts) for _ in p.cases]
-        counts[p.type]["valid"] += task_from(p, runs, n_visible=roles.induction_visible) is not None
-    return {kind: dict(c) for kind, c in counts.items()}
+        task = task_from(p, runs, n_visible=roles.induction_visible)
+        counts[p.type]["valid"] += task is not None
+        if task is not None:
+            tasks[p.type].append(task)
+    out = {kind: dict(c) for kind, c in counts.items()}
+    for kind in ("deduction", "abduction"):
+        if kind in out:
+            out[kind] |= shape(executor, tasks[kind])
+    return out
 
 
 def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[str, dict], float]:
@@ -111,6 +185,14 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=16, help="proposals per task type and mode")
     parser.add_argument("--modes", nargs="+", default=["free", "constrained"])
     parser.add_argument("--save", type=Path, help="write the completions to this JSONL file")
+    parser.add_argument("--recipe", type=Path, default=ROOT / "recipes" / "cpu_demo.yaml")
+    parser.add_argument("--types", nargs="+", default=list(TYPES), choices=TYPES)
+    parser.add_argument(
+        "--references",
+        choices=("none", "seed"),
+        default="none",
+        help="seed: AZR's identity seed is the one reference of deduction and abduction prompts",
+    )
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     args = parser.parse_args()
 
@@ -120,14 +202,16 @@ def main() -> int:
     from selfplay.executor import Executor
 
     started = time.perf_counter()
-    recipe = ROOT / "recipes" / "cpu_demo.yaml"
-    config = config_module.load(recipe, ["engine.backend=vllm", *args.overrides])
+    config = config_module.load(args.recipe, ["engine.backend=vllm", *args.overrides])
     rng = random.Random(config.run.seed)
     summary = {"model": config.model.name, "backend": config.engine.backend, "n": args.n}
     summary |= {"think": config.roles.think, "temperature": config.generation.temperature}
+    summary |= {"references": args.references, "topics": config.roles.topics}
     save = args.save.open("w") if args.save else None
     with Executor(config.executor) as executor:
-        requests = prompts(config, args.n, seed_programs(executor, args.n, rng))
+        programs = seed_programs(executor, args.n, rng) if "induction" in args.types else []
+        shown = [identity_seed(executor)] if args.references == "seed" else []
+        requests = prompts(config, args.n, programs, args.types, shown)
         model, tokenizer, source = load_model(config.model)
         engine = make_engine(config, model, tokenizer, source)
         try:
@@ -141,6 +225,9 @@ def main() -> int:
                         "parse_rate": round(c.get("parsed", 0) / c["proposals"], 3),
                         "valid_rate": round(c.get("valid", 0) / c["proposals"], 3),
                     }
+                    for key in ("no_new_work_share", "statements", "loop_share"):
+                        if key in c:
+                            rates[kind][key] = c[key]
                 summary[mode] = rates
         finally:
             engine.close()

@@ -49,6 +49,18 @@ def test_references_of_the_matching_shape_are_shown():
         proposer_prompt("induction", [COUNT])
 
 
+def test_a_topic_names_the_idea_to_build_f_around():
+    from selfplay.proposer.topics import TOPICS, topic_for
+
+    topic = topic_for(0, 3, 0, 1)
+    assert topic in TOPICS and topic == topic_for(0, 3, 0, 1)  # a resumed step draws it again
+    assert len({topic_for(0, step, 0, k) for step in range(4) for k in range(4)}) > 4
+    plain = proposer_prompt("deduction", [SORT])[1].content
+    named = proposer_prompt("deduction", [SORT], topic=topic)[1].content
+    assert "this idea" not in plain and f"Build `f` around this idea: {topic}." in named
+    assert named.replace(f" Build `f` around this idea: {topic}.", "") == plain
+
+
 def test_prompts_without_thinking():
     content = proposer_prompt("deduction", [], RolesConfig(think=False))[1].content
     assert "<think>" not in content and "<answer>" in content

@@ -566,3 +566,33 @@ def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(
     off, _ = make_run()
     off.engine = ScriptedProposer(texts)
     assert seed_from_model(off) == {} and off.engine.asked == []
+
+
+def test_topics_name_an_idea_in_each_written_proposal_prompt(make_run):
+    """`roles.topics`: each deduction and abduction prompt names the idea drawn for it from
+    the run seed, the step and the prompt; induction prompts name none; off, no prompt does."""
+    from selfplay.proposer.topics import topic_for
+
+    class Recorder(ScriptedProposer):
+        def generate(self, prompts, params):
+            self.prompts = [p[1].content for p in prompts]
+            return super().generate(prompts, params)
+
+    for topics in (False, True):
+        run, _ = make_run([f"roles.topics={str(topics).lower()}", "selfplay.proposals=2"])
+        run.engine = Recorder(["I like turtles."])
+        stages.propose(run, 3)
+        types = run.config.selfplay.task_types
+        expected = [
+            topic_for(run.config.run.seed, 3, salt, k) if topics else None
+            for salt, kind in enumerate(types)
+            if kind in ("deduction", "abduction")
+            for k in range(2)
+        ]
+        named = [
+            p.split("around this idea: ")[1].split(".\n\n")[0] if "this idea" in p else None
+            for p in run.engine.prompts
+            if "one input for it" in p
+        ]
+        assert named == expected
+        assert not any("this idea" in p for p in run.engine.prompts if "one input for it" not in p)

@@ -261,6 +261,11 @@ class RolesConfig(Checked):
         "fewest statements in a proposed deduction/abduction program's functions; 0: any "
         "(selfplay/proposer/complexity.py; from the identity seed alone a floor stalls a run)",
     )
+    topics: bool = knob(
+        False,
+        "name one programming idea in each deduction/abduction proposer prompt, drawn per "
+        "prompt (selfplay/proposer/topics.py), so that a step's prompts ask for different programs",
+    )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(
         False,

@@ -167,10 +167,12 @@ def proposer_prompt(
     roles: RolesConfig | None = None,
     program: str | None = None,
     refuse_trivial: bool = False,
+    topic: str | None = None,
 ) -> Chat:
     """The chat asking for a new task; induction needs the `program` to write inputs for.
     `refuse_trivial` states that trivial tasks are discarded (`curriculum.keep_trivial`
-    false)."""
+    false); a deduction or abduction prompt may name a `topic` to build `f` around
+    (`selfplay.proposer.topics`)."""
     roles = roles or RolesConfig()
     if task_type == "math":
         return chat(_math(references, roles), SYSTEM)
@@ -179,9 +181,11 @@ def proposer_prompt(
             raise ValueError("an induction proposal is written for a given program")
         return chat(_induction(program, references, roles, refuse_trivial), SYSTEM)
     body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
+    idea = f" Build `f` around this idea: {topic}." if topic else ""
     text = "\n\n".join(
         [
-            f"Invent a new puzzle: a Python function `f` and one input for it. {_GOALS[task_type]}",
+            "Invent a new puzzle: a Python function `f` and one input for it. "
+            f"{_GOALS[task_type]}{idea}",
             "Write one Python code block: the function `f`, then, as its last line, one call of "
             "`f` on the input you chose. The checker runs that call to get the output.",
             rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial),
