@@ -22,7 +22,10 @@ Each record carries the problem's program, its gold input and output (as the dat
 them), the sample's index, the prompt format, how a wrong sample failed (`harness.failure`) and
 `trivial`: whether the copy answer solves the item (`selfplay.trivial`: the gold output given as
 the input for CRUXEval-I, the single input given as the output for CRUXEval-O), so that a
-report can set apart what copying alone gets right.
+report can set apart what copying alone gets right. In a published format, a subset's metrics
+also give `example_share`: the share of answers that are the prompt's worked example's
+(`cruxeval_formats.EXAMPLE_ANSWERS`), the shortcut a solver trained on copies drifts to (the
+base coder: 37 and 68 of 800), so that an in-run evaluation shows the drift by its step.
 """
 
 from __future__ import annotations
@@ -38,7 +41,14 @@ from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.trivial import copy_solves
 from selfplay.types import Answer, ParseFailure, Task
 
-__all__ = ["Problem", "load_problems", "evaluate", "PROMPT_FORMATS", "subset_name"]
+__all__ = [
+    "Problem",
+    "load_problems",
+    "evaluate",
+    "copies_example",
+    "PROMPT_FORMATS",
+    "subset_name",
+]
 
 SUBSETS = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}
 PROMPT_FORMATS = ("direct", "cot", "selfplay")
@@ -59,6 +69,17 @@ class Problem:
 def subset_name(subset: str, prompt_format: str) -> str:
     """`cruxeval_o` in the published direct format, else suffixed: `cruxeval_o_selfplay`."""
     return subset if prompt_format == DEFAULT_FORMAT else f"{subset}_{prompt_format}"
+
+
+def copies_example(row: dict) -> bool | None:
+    """Whether a CRUXEval record's answer is its prompt's worked example's (a solver that
+    drifts to it answers every problem alike); None for other records and for the solver's own
+    prompt format, which shows no example values."""
+    subset, style, answer = str(row.get("subset", "")), row.get("prompt_format"), row.get("answer")
+    kind = SUBSETS.get(subset[: len("cruxeval_o")])  # cruxeval_o_cot: cruxeval_o in cot
+    if kind is None or style not in cruxeval_formats.STYLES:
+        return None
+    return isinstance(answer, str) and cruxeval_formats.copies_example(answer, kind, style)
 
 
 def default_path() -> Path:
@@ -153,7 +174,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
         code, given = task(problem).program, (problem.input_text, problem.output_text)
         return cruxeval_formats.published_prompt(kind, prompt_format, code, *given)
 
-    return harness.evaluate(
+    metrics, rows = harness.evaluate(
         problems,
         prompt,
         judge,
@@ -165,3 +186,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
         ks=ks,
         row=row,
     )
+    copied = [copies_example(r) for r in rows]
+    if rows and copied[0] is not None:  # a published format: its prompt shows an example
+        metrics[f"{name}/example_share"] = sum(copied) / len(rows)
+    return metrics, rows

@@ -41,8 +41,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfplay.eval import cruxeval_formats
-from selfplay.eval.cruxeval import SUBSETS
+from selfplay.eval.cruxeval import copies_example
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
@@ -328,19 +327,9 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             trivial if isinstance(trivial, bool) else None,
             tag or "unlabelled",
             content,
-            _copies_example(row),
+            copies_example(row),
         )
     return items, bad
-
-
-def _copies_example(row: dict) -> bool | None:
-    """Whether a CRUXEval record's answer is its prompt's worked example's; None for other
-    records and for the solver's own prompt format, which shows no example values."""
-    subset, style, answer = str(row.get("subset", "")), row.get("prompt_format"), row.get("answer")
-    kind = SUBSETS.get(subset[: len("cruxeval_o")])  # cruxeval_o_cot: cruxeval_o in cot
-    if kind is None or style not in cruxeval_formats.STYLES:
-        return None
-    return isinstance(answer, str) and cruxeval_formats.copies_example(answer, kind, style)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -208,12 +208,14 @@ def test_published_format_end_to_end(executor):
     problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"), limit=2)
     outputs = [[f"[ANSWER]\nassert f({p.input_text}) == {p.output_text}"] for p in problems]
     inputs = [[f"[ANSWER]\nassert f({p.input_text}) == {p.output_text}"] for p in problems]
+    outputs[1] = ["[ANSWER]\nassert f(1) == 17"]  # the worked example's answer
     engine = RecordingEngine([outputs, inputs])
     params = SamplingParams(temperature=0)
     metrics, items = evaluate(
         engine, Judge(executor), problems, None, params, prompt_format="direct"
     )
-    assert metrics["cruxeval_o/pass@1"] == metrics["cruxeval_i/pass@1"] == 1.0
+    assert metrics["cruxeval_o/pass@1"] == 0.5 and metrics["cruxeval_i/pass@1"] == 1.0
+    assert metrics["cruxeval_o/example_share"] == 0.5 and metrics["cruxeval_i/example_share"] == 0
     assert engine.params[0].stop == ("[/ANSWER]",)
     assert engine.prompts[0][0][1].content.endswith("[ANSWER]\n")
     assert f"assert f(??) == {problems[0].output_text}" in engine.prompts[1][0][1].content
