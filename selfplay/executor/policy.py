@@ -247,6 +247,39 @@ class SandboxTransformer(MatchStatementRules, RestrictingNodeTransformer):
         _locate(node, node.value, name)
         return node
 
+    # -- RestrictedPython's rewrites, located as its `copy_locations` would locate them -------
+    # Its `copy_locations` runs `ast.fix_missing_locations` over the whole new subtree, so each
+    # wrap walks the (already located) code below it again: nested subscripts and loops cost
+    # a walk per level. These give only the new nodes their location; what they build is
+    # RestrictedPython's (`tests/executor/test_policy.py` compares the compiled code).
+
+    def visit_Subscript(self, node: ast.Subscript):
+        """`c[k]` becomes `_getitem_(c, k)`; `c[k] = v` and `del c[k]`: `_write_(c)[k]`."""
+        node = self.node_contents_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            name = ast.Name("_getitem_", ast.Load())
+            new = ast.Call(name, [node.value, node.slice], [])
+            _locate(node, new, name)
+            return new
+        name = ast.Name("_write_", ast.Load())
+        node.value = ast.Call(name, [node.value], [])
+        _locate(node, node.value, name)
+        return node
+
+    def guard_iter(self, node: ast.For | ast.comprehension):
+        """`for x in it` iterates `_getiter_(it)`; `for a, (b, c) in it`
+        `_iter_unpack_sequence_(it, spec, _getiter_)`, the spec saying which parts unpack."""
+        node = self.node_contents_visit(node)
+        if isinstance(node.target, ast.Tuple):
+            spec = self.gen_unpack_spec(node.target)  # new nodes only
+            new = _call("_iter_unpack_sequence_", node.iter, spec, _load("_getiter_"))
+            _locate(node.iter, new, new.func, *_unlocated(spec), new.args[2])
+        else:
+            new = _call("_getiter_", node.iter)
+            _locate(node.iter, new, new.func)
+        node.iter = new
+        return node
+
     # -- statements RestrictedPython refuses -------------------------------------------------
 
     def visit_AnnAssign(self, node: ast.AnnAssign):
@@ -257,8 +290,13 @@ class SandboxTransformer(MatchStatementRules, RestrictingNodeTransformer):
     def visit_AugAssign(self, node: ast.AugAssign):
         """`c[k] op= v` and `o.a op= v`, evaluating `c`, `k` and `o` once, in Python's order."""
         target = node.target
-        if isinstance(target, ast.Name):
-            return super().visit_AugAssign(node)
+        if isinstance(target, ast.Name):  # RestrictedPython's `n = _inplacevar_("+=", n, v)`
+            node = self.node_contents_visit(node)
+            op = ast.Constant(IOPERATOR_TO_STR[type(node.op)])
+            value = _call("_inplacevar_", op, _load(target.id), node.value)
+            new = ast.Assign([node.target], value)
+            _locate(node, new, value, value.func, op, value.args[1])
+            return new
         if isinstance(target, ast.Attribute):
             self.check_attribute_name(target, target.attr, ast.Store())
         holder = self.gen_tmp_name()
@@ -322,6 +360,17 @@ def _locate(old: ast.AST, *new: ast.AST) -> None:
     for node in new:
         node.lineno, node.col_offset = old.lineno, old.col_offset
         node.end_lineno, node.end_col_offset = old.end_lineno, old.end_col_offset
+
+
+def _unlocated(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a tree built by the transformer, none of them located yet."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if node._attributes:  # not a context (Load, Store, Del)
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _load(name: str) -> ast.Name:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import marshal
+
 import pytest
+from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from selfplay.executor import policy
 from selfplay.executor.policy import (
@@ -147,3 +151,42 @@ def test_how_deep_a_program_may_nest_does_not_depend_on_the_callers_stack():
         refused = at_depth(frames, lambda: compile_program(nested(deepest + 1)))
         assert isinstance(refused, PolicyRejection) and refused.reason == "syntax"
         assert "nested more than" in refused.detail
+
+
+class _RestrictedPythonsOwnRewrites(policy.SandboxTransformer):
+    """The transformer with RestrictedPython's own subscript, loop and `n += v` rewrites (and
+    its `copy_locations`), which `SandboxTransformer` replaces to locate only new nodes."""
+
+    visit_Subscript = RestrictingNodeTransformer.visit_Subscript
+    guard_iter = RestrictingNodeTransformer.guard_iter
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.target, ast.Name):
+            return RestrictingNodeTransformer.visit_AugAssign(self, node)
+        return super().visit_AugAssign(node)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(a, i, j):\n    return a[i][j:][::2], a[i][a[j]]",
+        "def f(a):\n    a[0][1] = a[1:]\n    del a[0][0]\n    a[0] += 1\n    return a",
+        "def f(a):\n    n = 0\n    for x, (y, *z) in a:\n        n += x\n    return n",
+        "def f(a):\n    for x in a[0]:\n        pass\n    return [(u, v) for u, (v, w) in a if u]",
+        "def f(a):\n    return {k: [v[0] for v in w] for k, w in a.items()}",
+        "def f(a):\n    n = s = 1\n    n **= 2\n    s //= a[0][0]\n    return n, s",
+    ],
+)
+def test_rewrites_give_the_code_restrictedpython_gives(source):
+    """Each rewrite builds RestrictedPython's nodes with RestrictedPython's locations: the
+    compiled code, line tables included, is the same byte for byte."""
+
+    def compiled(transformer: type) -> bytes:
+        tree = ast.parse(source)
+        rewriter = transformer()
+        rewriter._bound_names = policy._bound_names(tree)
+        tree = rewriter.visit(tree)
+        assert not rewriter.errors
+        return marshal.dumps(compile(tree, "<program>", "exec", dont_inherit=True))
+
+    assert compiled(policy.SandboxTransformer) == compiled(_RestrictedPythonsOwnRewrites)
