@@ -46,10 +46,12 @@ validation from the processes' own clocks, measured while another job held the c
 times and shares rather than wall times; before -> after the changes these numbers led to):
 
   trusted process, serial                                     ~300 -> ~245 us
-    compile (policy.compile_program)                          ~250 -> ~180 us
+    compile (policy.compile_program)                   ~250 -> ~180 -> ~165 us
       ast.parse ~55, compile of the rewritten tree ~55 (both conversions between C and Python
-      syntax trees, the floor of a RestrictedPython rewrite); the rewrite ~100 -> ~60, of
-      which the bound-names walk ~38 -> ~17 and location fixing after each added node
+      syntax trees, the floor of a RestrictedPython rewrite); the rewrite ~100 -> ~60 -> ~45,
+      of which the bound-names walk ~38 -> ~17 and location fixing after each added node
+      (RestrictedPython's copy_locations re-walked the code below every _getitem_, _getiter_
+      and _inplacevar_ wrap: ~17 us, gone now that the transformer locates new nodes only)
     judge: re-parse the untrusted output text                  ~37 -> ~20 us (once if both
                                                                   runs wrote the same text)
     batches: marshal the code, build and send frames, JSON
@@ -82,6 +84,33 @@ are now bound by the CPU they use, on 2 cores: AZR runs each program once per va
 calls `f` twice in that one process, where this executor runs it twice, in two processes with
 different hash seeds (which finds set-order nondeterminism AZR's check cannot). What is left
 to gain is CPU per validation: the sandbox's ~140 us (two runs) and the compile's ~200 us.
+
+CPU per validation by process, before -> after the location fixing above (2026-11-26, 2 cores
+shared with a training job; medians of 8 runs of each checkout, alternating, 6 passes each:
+`python benchmarks/executor_cpu.py --data ... --compare OLD NEW --rounds 8 --passes 6`; the
+outputs' digest is the same for both):
+
+  caller (judging, batches, the helpers' frames)              ~60 -> ~60 us
+  compile helpers                                            ~195 -> ~179 us
+  sandbox zygotes (reading result lines, forking)             ~45 -> ~45 us
+  sandbox children (two runs)                                 ~79 -> ~80 us
+  total                                                      ~379 -> ~366 us (-3.6%)
+
+Where the rest goes, from profiles of each part:
+  * a sandbox child costs ~3-4 ms of CPU (~0.5-1.4 ms the zygote's fork, ~250 copy-on-write
+    page faults in its first run, more in the next ~50): with `runs_per_child` 256 and ~8
+    children per 788 validations that is ~40 us per validation, a tenth of the total; a
+    larger `runs_per_child` (1024: ~39 -> ~26 us per run in the child, ~20 -> ~14 in the
+    zygote, measured with worker.run_batch outside the sandbox) trades that against how many
+    runs share a process, which is a policy choice, not made here;
+  * tried and reverted, each under 3% of the total: result lines written without json.dumps
+    and parsed as text, not bytes, in the zygote (~4 us per run); the judge recognising
+    canonical texts of simple values without parsing them (~6 us per validation); a cheaper
+    skip of leaf fields in the rewrite's traversal (~4 us per program); helper chunks of
+    128 programs instead of 32 (the caller's threads ~20 -> ~11 us per program, outside a
+    validation);
+  * in this benchmark inputs repeat across passes, so their compilation (~30 us each,
+    `compile_input`) is cached and shows nowhere; fresh model-written inputs pay it.
 """
 
 from __future__ import annotations
