@@ -9,9 +9,13 @@ by the run seed, the step and the prompt, so that the prompts of a step ask for 
 programs and a copy of the reference is no longer the completion that fits the prompt best.
 
 The ideas are general Python constructs and operations on the value types the executor
-allows; none names a task, a benchmark or a solution. Off by default until measured; what it
-does to the base proposer (`benchmarks/proposal_bench.py --references seed`) and to a run:
-docs/results.md.
+allows; none names a task, a benchmark or a solution.
+
+Off by default, as measured (docs/results.md): with the identity seed as the only reference, 7
+of the base coder's 46 valid proposals at step 0 were new work against 0 of 41 without
+(`benchmarks/proposal_bench.py --references seed`), but in a 10-step seeded run, whose
+references are new tasks after the seeding, copies of the references stayed at about half of
+the valid proposals and the share of no new work did not fall (67% against 64%).
 """
 
 from __future__ import annotations
