@@ -95,6 +95,9 @@ outputs' digest is the same for both):
   sandbox zygotes (reading result lines, forking)             ~45 -> ~45 us
   sandbox children (two runs)                                 ~79 -> ~80 us
   total                                                      ~379 -> ~366 us (-3.6%)
+  (the split between zygotes and children was measured before executor_cpu.py counted a child
+  reaped inside the window wholly under the children: a few us may sit on the wrong side; the
+  total is unaffected)
 
 Where the rest goes, from profiles of each part:
   * a sandbox child costs ~3-4 ms of CPU (~0.5-1.4 ms the zygote's fork, ~250 copy-on-write

@@ -44,20 +44,25 @@ def _processes() -> dict[int, tuple[int, float, float]]:
 
 
 def _tree(roots: list[int]) -> tuple[float, float]:
-    """(own, reaped children's) CPU seconds of the processes under `roots`, roots included."""
+    """(the roots' own, everything below them) CPU seconds: a descendant counts below whether
+    it is still alive (its own time) or was reaped (its parent's children's time), so that a
+    child that ends inside the measured window moves nothing between the two."""
     table = _processes()
     below: dict[int, list[int]] = {}
     for pid, (parent, _, _) in table.items():
         below.setdefault(parent, []).append(pid)
-    own = reaped = 0.0
-    stack = list(roots)
+    own = under = 0.0
+    stack = [(pid, True) for pid in roots]
     while stack:
-        pid = stack.pop()
+        pid, root = stack.pop()
         if pid in table:
-            own += table[pid][1]
-            reaped += table[pid][2]
-        stack.extend(below.get(pid, []))
-    return own, reaped
+            if root:
+                own += table[pid][1]
+            else:
+                under += table[pid][1]
+            under += table[pid][2]
+        stack.extend((child, False) for child in below.get(pid, []))
+    return own, under
 
 
 def measure(data: str, passes: int, overrides: list[str]) -> dict:

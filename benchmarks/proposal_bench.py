@@ -9,17 +9,21 @@ The model (default: the embedded SmolLM2-135M-Instruct) writes `--n` proposals p
 with the recipe's sampling (default recipes/cpu_demo.yaml: temperature 0.7, top-p 0.9, 256 new
 tokens) on the vLLM backend, as a zero-data run's first step asks for them: no references, or
 with `--references seed` AZR's identity seed as the one reference of every deduction and
-abduction prompt (what a zero-data run's seeding and first step show); induction proposals
-write inputs for programs of the AZR seed file ($SELFPLAY_DATA/azr_seed) that the executor
-validates. With `roles.topics=true` each deduction and abduction prompt names the idea a run
-would draw for it at step 0 (`selfplay.proposer.topics`). `free` samples as the loop does by
-default; `constrained` keeps every proposal inside its layout's regular expression
+abduction prompt (what a zero-data run's seeding and first step show), or with `--references
+pool --pool PATH --pool-run NAME [--pool-step N]` the references that run's propose stage draws
+from its pool at step N (a copy of the pool is opened); induction proposals write inputs for
+programs of the AZR seed file ($SELFPLAY_DATA/azr_seed) that the executor validates. With
+`roles.topics=true` each deduction and abduction prompt names the idea a run would draw for it
+at that step (0 without a pool; `selfplay.proposer.topics`), and `roles.reference_layout`
+shows the references as a run would. `free` samples as the loop does by default;
+`constrained` keeps every proposal inside its layout's regular expression
 (`generation.constrained_proposals`). A proposal is parsed as the propose stage parses it and
 valid when the executor accepts every run (`task_from`).
 
-Of the valid deduction and abduction tasks, as the store stage would judge them: `trivial`
-(`selfplay.trivial`: copying answers it, or its output does not move with its input; a copy of
-the identity seed is trivial), `repeats` (the canonical program of an earlier valid proposal of
+Of the valid deduction and abduction tasks, as the store stage would judge them: `copies` (the
+canonical program of a reference its prompt showed), `trivial`
+(`selfplay.trivial`: copying answers it, or its output does not move with its input),
+`repeats` (the canonical program of an earlier valid proposal of
 the same mode), `new` (the rest), and the shape of the new ones: `statements` (median, as
 `selfplay.proposer.complexity` counts them) and `loop_share`. One JSON line per mode and type;
 the last line is the summary.
@@ -52,25 +56,30 @@ def seed_programs(executor, count: int, rng: random.Random) -> list[str]:
 
 
 def prompts(
-    config, n: int, programs: list[str], types=TYPES, references=()
-) -> list[tuple[str, str | None, object]]:
-    """(task type, program, chat) for `n` proposals of each type; deduction and abduction
-    prompts show `references` and, with `roles.topics`, the idea a run draws at step 0."""
+    config, n: int, programs: list[str], types=TYPES, references=None, step: int = 0
+) -> list[tuple[str, str | None, object, list]]:
+    """(task type, program, chat, references shown) for `n` proposals of each type;
+    deduction and abduction prompts show `references(salt, n)[k]` (none without it) and, with
+    `roles.topics`, the idea a run draws at `step`."""
     from selfplay.proposer import proposer_prompt
     from selfplay.proposer.topics import topic_for
 
     refuse = not config.curriculum.keep_trivial
     out = []
-    for salt, kind in enumerate(types):
+    for kind in types:
+        # a run numbers the task types of `selfplay.task_types` for its draws (`salt`)
+        order = config.selfplay.task_types
+        salt = order.index(kind) if kind in order else len(order)
         written = kind in ("deduction", "abduction")
+        drawn = references(salt, n) if references and written else []
         for k in range(n):
             program = programs[k] if kind == "induction" else None
-            topic = (
-                topic_for(config.run.seed, 0, salt, k) if written and config.roles.topics else None
-            )
-            shown = list(references) if written else []
+            topic = None
+            if written and config.roles.topics:
+                topic = topic_for(config.run.seed, step, salt, k)
+            shown = list(drawn[k]) if k < len(drawn) else []
             chat = proposer_prompt(kind, shown, config.roles, program, refuse, topic=topic)
-            out.append((kind, program, chat))
+            out.append((kind, program, chat, shown))
     return out
 
 
@@ -83,22 +92,57 @@ def identity_seed(executor):
     return Task("deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,))
 
 
-def shape(executor, tasks) -> dict[str, float]:
-    """What the valid deduction and abduction tasks of one mode and type are (see the
-    module's docstring)."""
+def pool_references(
+    path: Path, run: str, step: int | None, config, types, n: int
+) -> tuple[dict[int, list[list]], int]:
+    """The references a run's propose stage draws at `step` (default: the pool's last) for `n`
+    prompts of each deduction and abduction type of `types` (numbered as the run numbers
+    `selfplay.task_types`), from a copy of the
+    SQLite pool at `path`: {type number: one list of tasks per prompt}, and the step."""
+    import shutil
+    import tempfile
+    from dataclasses import replace
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.types import WRITTEN_TYPES
+
+    with tempfile.TemporaryDirectory() as folder:
+        for suffix in ("", "-wal"):  # the pool as its run left it, never opened in place
+            if Path(f"{path}{suffix}").exists():
+                shutil.copy(f"{path}{suffix}", Path(folder) / f"pool.sqlite{suffix}")
+        copy = str(Path(folder) / "pool.sqlite")
+        with TaskStore.open(copy, run, replace(config.curriculum, run=run), create=False) as store:
+            at = store.last_step if step is None else step
+            drawn = {
+                salt: [
+                    [r.task for r in refs]
+                    for refs in store.references(n, at, types=list(WRITTEN_TYPES), salt=salt)
+                ]
+                for salt, kind in enumerate(config.selfplay.task_types)
+                if kind in WRITTEN_TYPES and kind in types
+            }
+    return drawn, at
+
+
+def shape(executor, proposed) -> dict[str, float]:
+    """What the valid deduction and abduction tasks of one mode and type, each with the
+    references its prompt showed, are (see the module's docstring)."""
     import statistics
 
     from selfplay.proposer.canonical import canonical_program
     from selfplay.proposer.complexity import loops, statements
     from selfplay.trivial import trivial_reasons
 
+    tasks = [task for task, _ in proposed]
     reasons = trivial_reasons(executor, tasks) if tasks else []
     seen: set[str] = set()
     counts = Counter()
     sizes, looped = [], []
-    for task, reason in zip(tasks, reasons, strict=True):
+    for (task, shown), reason in zip(proposed, reasons, strict=True):
         canonical = canonical_program(task.program)
-        if reason:
+        if canonical in {canonical_program(r.program) for r in shown}:
+            counts["copies"] += 1
+        elif reason:
             counts["trivial"] += 1
         elif canonical in seen:
             counts["repeats"] += 1
@@ -107,11 +151,11 @@ def shape(executor, tasks) -> dict[str, float]:
             sizes.append(statements(task.program) or 0)
             looped.append(bool(loops(task.program)))
         seen.add(canonical)
-    out = {key: counts[key] for key in ("new", "trivial", "repeats")}
+    out = {key: counts[key] for key in ("new", "copies", "trivial", "repeats")}
     if tasks:
         out["no_new_work_share"] = round(1 - counts["new"] / len(tasks), 3)
     if sizes:
-        out["statements"] = statistics.median(sizes)
+        out["statements"] = float(statistics.median(sizes))
         out["loop_share"] = round(sum(looped) / len(looped), 3)
     return out
 
@@ -122,10 +166,10 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
     from selfplay.types import ParseFailure
 
     roles = config.roles
-    counts = {kind: Counter() for kind, _, _ in requests}
+    counts = {kind: Counter() for kind, *_ in requests}
     parsed = []
     tasks = {kind: [] for kind in counts}
-    for (kind, program, _), c in zip(requests, completions, strict=True):
+    for (kind, program, _, shown), c in zip(requests, completions, strict=True):
         result = parse_proposal(
             c.text,
             kind,
@@ -141,14 +185,14 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
             counts[kind][f"failed:{result.reason}"] += 1
             continue
         counts[kind]["parsed"] += 1
-        parsed.append(result)
-    verdicts = iter(executor.validate([case for p in parsed for case in p.cases]))
-    for p in parsed:
+        parsed.append((result, shown))
+    verdicts = iter(executor.validate([case for p, _ in parsed for case in p.cases]))
+    for p, shown in parsed:
         runs = [next(verdicts) for _ in p.cases]
         task = task_from(p, runs, n_visible=roles.induction_visible)
         counts[p.type]["valid"] += task is not None
         if task is not None:
-            tasks[p.type].append(task)
+            tasks[p.type].append((task, shown))
     out = {kind: dict(c) for kind, c in counts.items()}
     for kind in ("deduction", "abduction"):
         if kind in out:
@@ -167,14 +211,14 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
         from selfplay.proposer.layout import proposal_regex, think_limit
 
         think = think_limit(config.generation.max_new_tokens)
-        regexes = tuple(proposal_regex(kind, config.roles, think) for kind, _, _ in requests)
+        regexes = tuple(proposal_regex(kind, config.roles, think) for kind, *_ in requests)
         params = replace(params, regex=regexes)
     started = time.perf_counter()
-    generations = engine.generate([chat for _, _, chat in requests], params)
+    generations = engine.generate([r[2] for r in requests], params)
     wall = time.perf_counter() - started
     completions = [g.completions[0] for g in generations]
     if save:
-        for (kind, _, _), c in zip(requests, completions, strict=True):
+        for (kind, *_), c in zip(requests, completions, strict=True):
             record = {"mode": mode, "type": kind, "text": c.text, "finish": c.finish_reason}
             save.write(json.dumps(record) + "\n")
     return judge(config, executor, requests, completions), wall
@@ -189,10 +233,14 @@ def main() -> int:
     parser.add_argument("--types", nargs="+", default=list(TYPES), choices=TYPES)
     parser.add_argument(
         "--references",
-        choices=("none", "seed"),
+        choices=("none", "seed", "pool"),
         default="none",
-        help="seed: AZR's identity seed is the one reference of deduction and abduction prompts",
+        help="seed: AZR's identity seed is the one reference of deduction and abduction prompts; "
+        "pool: those a run draws from --pool at --pool-step",
     )
+    parser.add_argument("--pool", type=Path, help="a run's SQLite pool (with --references pool)")
+    parser.add_argument("--pool-run", default="default", help="its run (`curriculum.run`)")
+    parser.add_argument("--pool-step", type=int, help="the step drawn at (default: the last)")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     args = parser.parse_args()
 
@@ -207,11 +255,23 @@ def main() -> int:
     summary = {"model": config.model.name, "backend": config.engine.backend, "n": args.n}
     summary |= {"think": config.roles.think, "temperature": config.generation.temperature}
     summary |= {"references": args.references, "topics": config.roles.topics}
+    summary |= {"reference_layout": config.roles.reference_layout}
     save = args.save.open("w") if args.save else None
     with Executor(config.executor) as executor:
         programs = seed_programs(executor, args.n, rng) if "induction" in args.types else []
-        shown = [identity_seed(executor)] if args.references == "seed" else []
-        requests = prompts(config, args.n, programs, args.types, shown)
+        references, step = None, 0
+        if args.references == "seed":
+            seed = identity_seed(executor)
+            references = lambda salt, n: [[seed]] * n  # noqa: E731
+        elif args.references == "pool":
+            if not args.pool:
+                parser.error("--references pool needs --pool")
+            drawn, step = pool_references(
+                args.pool, args.pool_run, args.pool_step, config, args.types, args.n
+            )
+            references = lambda salt, n: drawn[salt]  # noqa: E731
+            summary |= {"pool": str(args.pool), "pool_run": args.pool_run, "pool_step": step}
+        requests = prompts(config, args.n, programs, args.types, references, step)
         model, tokenizer, source = load_model(config.model)
         engine = make_engine(config, model, tokenizer, source)
         try:
@@ -225,7 +285,7 @@ def main() -> int:
                         "parse_rate": round(c.get("parsed", 0) / c["proposals"], 3),
                         "valid_rate": round(c.get("valid", 0) / c["proposals"], 3),
                     }
-                    for key in ("no_new_work_share", "statements", "loop_share"):
+                    for key in ("no_new_work_share", "copies", "statements", "loop_share"):
                         if key in c:
                             rates[kind][key] = c[key]
                 summary[mode] = rates

@@ -54,11 +54,22 @@ def test_a_topic_names_the_idea_to_build_f_around():
 
     topic = topic_for(0, 3, 0, 1)
     assert topic in TOPICS and topic == topic_for(0, 3, 0, 1)  # a resumed step draws it again
-    assert len({topic_for(0, step, 0, k) for step in range(4) for k in range(4)}) > 4
+    assert len({topic_for(0, 3, 0, k) for k in range(len(TOPICS))}) == len(TOPICS)
+    assert [topic_for(0, 3, 0, k) for k in range(4)] != [topic_for(0, 4, 0, k) for k in range(4)]
     plain = proposer_prompt("deduction", [SORT])[1].content
     named = proposer_prompt("deduction", [SORT], topic=topic)[1].content
     assert "this idea" not in plain and f"Build `f` around this idea: {topic}." in named
     assert named.replace(f" Build `f` around this idea: {topic}.", "") == plain
+
+
+def test_references_in_the_assert_layout_are_not_shown_as_an_answer():
+    answer = proposer_prompt("deduction", [SORT])[1].content
+    shown = proposer_prompt("deduction", [SORT], RolesConfig(reference_layout="assert"))[1].content
+    check = f"assert f({SORT.input}) == {SORT.output}"
+    assert f"f({SORT.input})\n```\nIt returns {SORT.output}." in answer and check not in answer
+    assert f"{SORT.program}\n```\n{check}" in shown and "It returns" not in shown
+    # the layout of the answer asked for is the same in both
+    assert answer.split("exactly in this format")[1] == shown.split("exactly in this format")[1]
 
 
 def test_prompts_without_thinking():

@@ -45,7 +45,8 @@ __all__ = [
     "Problem",
     "load_problems",
     "evaluate",
-    "copies_example",
+    "row_copies_example",
+    "example_share",
     "PROMPT_FORMATS",
     "subset_name",
 ]
@@ -71,7 +72,7 @@ def subset_name(subset: str, prompt_format: str) -> str:
     return subset if prompt_format == DEFAULT_FORMAT else f"{subset}_{prompt_format}"
 
 
-def copies_example(row: dict) -> bool | None:
+def row_copies_example(row: dict) -> bool | None:
     """Whether a CRUXEval record's answer is its prompt's worked example's (a solver that
     drifts to it answers every problem alike); None for other records and for the solver's own
     prompt format, which shows no example values."""
@@ -80,6 +81,14 @@ def copies_example(row: dict) -> bool | None:
     if kind is None or style not in cruxeval_formats.STYLES:
         return None
     return isinstance(answer, str) and cruxeval_formats.copies_example(answer, kind, style)
+
+
+def example_share(rows: list[dict], prompt_format: str) -> float | None:
+    """The share of a subset's records whose answer is its prompt's worked example's; None in
+    the solver's own format, whose prompt shows no example."""
+    if prompt_format not in cruxeval_formats.STYLES or not rows:
+        return None
+    return sum(bool(row_copies_example(r)) for r in rows) / len(rows)
 
 
 def default_path() -> Path:
@@ -186,7 +195,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
         ks=ks,
         row=row,
     )
-    copied = [copies_example(r) for r in rows]
-    if rows and copied[0] is not None:  # a published format: its prompt shows an example
-        metrics[f"{name}/example_share"] = sum(copied) / len(rows)
+    share = example_share(rows, prompt_format)
+    if share is not None:
+        metrics[f"{name}/example_share"] = share
     return metrics, rows

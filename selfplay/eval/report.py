@@ -41,7 +41,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfplay.eval.cruxeval import copies_example
+from selfplay.eval.cruxeval import row_copies_example
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
@@ -327,7 +327,7 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             trivial if isinstance(trivial, bool) else None,
             tag or "unlabelled",
             content,
-            copies_example(row),
+            row_copies_example(row),
         )
     return items, bad
 

@@ -130,13 +130,18 @@ _GOALS = {
 }
 
 
-def _as_answer(task: Task) -> str:
+def _as_answer(task: Task, layout: str = "answer") -> str:
     """A reference written the way the proposer is asked to answer, with what the checker
-    made of it, so that the examples also teach the format."""
+    made of it, so that the examples also teach the format; with `layout` "assert" a
+    deduction or abduction reference is the function alone and `assert f(input) == output`,
+    which a copy would have to rewrite (`roles.reference_layout`)."""
     if task.type == "induction":
         calls = [f"f({_short(i)})" for i in task.inputs]
         lines = [f"# {task.message}", *calls] if task.message else calls
         return f"```python\n{task.program.strip()}\n```\n{_calls(lines)}"
+    if layout == "assert":
+        check = f"assert f({_short(task.input)}) == {_short(task.output)}"
+        return f"```python\n{task.program.strip()}\n```\n{check}"
     program = f"```python\n{task.program.strip()}\n\nf({_short(task.input)})\n```"
     return f"{program}\nIt returns {_short(task.output)}."
 
@@ -157,7 +162,9 @@ def _references(references: Sequence[Task], roles: RolesConfig, induction: bool)
     ]
     if not usable:
         return "There are no earlier puzzles yet: invent the first one."
-    shown = "\n\n".join(f"Puzzle {k + 1}:\n{_as_answer(t)}" for k, t in enumerate(usable))
+    shown = "\n\n".join(
+        f"Puzzle {k + 1}:\n{_as_answer(t, roles.reference_layout)}" for k, t in enumerate(usable)
+    )
     return f"Earlier puzzles, for reference (make yours different from all of them):\n\n{shown}"
 
 

@@ -62,5 +62,8 @@ TOPICS = (
 
 def topic_for(seed: int, step: int, salt: int, prompt: int) -> str:
     """The topic of proposer prompt `prompt` of the task type numbered `salt` at `step`: the
-    same for a resumed step, different across the prompts of a step as far as chance goes."""
-    return random.Random(f"topic:{seed}:{step}:{salt}:{prompt}").choice(TOPICS)
+    same for a resumed step; the prompts of one step and type take the topics of one shuffle
+    in turn, so that no two of them share a topic until every topic is used."""
+    order = list(TOPICS)
+    random.Random(f"topic:{seed}:{step}:{salt}").shuffle(order)
+    return order[prompt % len(order)]

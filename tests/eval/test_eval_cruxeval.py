@@ -253,3 +253,17 @@ def test_the_example_answers_are_those_the_published_prompts_show(kind, style):
     assert shown == set(EXAMPLE_ANSWERS[(kind, style)])
     assert all(copies_example(a, kind, style) for a in shown)
     assert not copies_example("[1, 2, 3]", kind, style)
+
+
+def test_the_example_share_counts_answers_that_are_the_worked_examples():
+    from selfplay.eval.cruxeval import example_share
+
+    def rows(subset, style, answers):
+        return [{"subset": subset, "prompt_format": style, "answer": a} for a in answers]
+
+    outputs = rows("cruxeval_o", "direct", ["17", "17\n[/PYTHON]", "'x9ja'", "[1]", None])
+    assert example_share(outputs, "direct") == pytest.approx(2 / 5)  # '"x9ja"' in the prompt
+    inputs = rows("cruxeval_i_cot", "cot", ["16", "15"])
+    assert example_share(inputs, "cot") == 0.5
+    assert example_share(rows("cruxeval_o_selfplay", "selfplay", ["17"]), "selfplay") is None
+    assert example_share([], "direct") is None
