@@ -33,6 +33,7 @@ from selfplay.config.fields import (
 )
 from selfplay.config.fields import describe as describe_fields
 from selfplay.config.lora import LoraConfig
+from selfplay.config.roles import RolesConfig
 from selfplay.types import TASK_TYPES, Role, TaskType
 
 __all__ = [
@@ -247,44 +248,6 @@ class GenerationConfig(Checked):
         positive(self, "max_new_tokens")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
-
-
-@dataclass(frozen=True)
-class RolesConfig(Checked):
-    """What the proposer and the solver are shown and asked for."""
-
-    induction_inputs: int = knob(6, "inputs the proposer writes for an induction task")
-    induction_visible: int = knob(3, "of those, pairs shown to the solver (the rest are hidden)")
-    reference_chars: int = knob(1200, "longest program text of one reference, in characters")
-    min_statements: int = knob(
-        0,
-        "fewest statements in a proposed deduction/abduction program's functions; 0: any "
-        "(selfplay/proposer/complexity.py; from the identity seed alone a floor stalls a run)",
-    )
-    reference_layout: Literal["answer", "assert"] = knob(
-        "answer",
-        "how deduction/abduction references are shown to the proposer: answer, written as the "
-        "proposer answers (the function, its final call, what it returned); assert, the "
-        "function and `assert f(input) == output`, a layout a copy would have to rewrite",
-    )
-    topics: bool = knob(
-        False,
-        "name one programming idea in each deduction/abduction proposer prompt, drawn per "
-        "prompt (selfplay/proposer/topics.py), so that a step's prompts ask for different programs",
-    )
-    think: bool = knob(True, "ask for reasoning in <think> before the answer")
-    prefill: bool = knob(
-        False,
-        "begin the solver's reply for the model: with <think> when thinking, else with <answer> "
-        "and the answer's code fence (small models then answer in the layout)",
-    )
-
-    def check(self) -> None:
-        positive(self, "induction_inputs", "induction_visible", "reference_chars")
-        if self.min_statements < 0:
-            raise ConfigError("roles.min_statements must be >= 0")
-        if self.induction_visible >= self.induction_inputs:
-            raise ConfigError("roles: induction_visible must be less than induction_inputs")
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,10 @@ from RestrictedPython.transformer import (
 
 from selfplay.executor import values
 from selfplay.executor.guards import DENIED_PUBLIC_ATTRIBUTES, FORBIDDEN_BUILTINS, SAFE_DUNDERS
+from selfplay.executor.located import LocatedRewrites
+from selfplay.executor.located import call as _call
+from selfplay.executor.located import load as _load
+from selfplay.executor.located import locate as _locate
 from selfplay.executor.match_rules import MatchStatementRules
 from selfplay.executor.modules import import_refusal
 
@@ -101,7 +105,7 @@ class PolicyRejection:
     detail: str
 
 
-class SandboxTransformer(MatchStatementRules, RestrictingNodeTransformer):
+class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTransformer):
     """RestrictedPython's transformer with the relaxations and additions listed above (the
     rules of `match` statements: `match_rules.py`)."""
 
@@ -247,39 +251,6 @@ class SandboxTransformer(MatchStatementRules, RestrictingNodeTransformer):
         _locate(node, node.value, name)
         return node
 
-    # -- RestrictedPython's rewrites, located as its `copy_locations` would locate them -------
-    # Its `copy_locations` runs `ast.fix_missing_locations` over the whole new subtree, so each
-    # wrap walks the (already located) code below it again: nested subscripts and loops cost
-    # a walk per level. These give only the new nodes their location; what they build is
-    # RestrictedPython's (`tests/executor/test_policy.py` compares the compiled code).
-
-    def visit_Subscript(self, node: ast.Subscript):
-        """`c[k]` becomes `_getitem_(c, k)`; `c[k] = v` and `del c[k]`: `_write_(c)[k]`."""
-        node = self.node_contents_visit(node)
-        if isinstance(node.ctx, ast.Load):
-            name = ast.Name("_getitem_", ast.Load())
-            new = ast.Call(name, [node.value, node.slice], [])
-            _locate(node, new, name)
-            return new
-        name = ast.Name("_write_", ast.Load())
-        node.value = ast.Call(name, [node.value], [])
-        _locate(node, node.value, name)
-        return node
-
-    def guard_iter(self, node: ast.For | ast.comprehension):
-        """`for x in it` iterates `_getiter_(it)`; `for a, (b, c) in it`
-        `_iter_unpack_sequence_(it, spec, _getiter_)`, the spec saying which parts unpack."""
-        node = self.node_contents_visit(node)
-        if isinstance(node.target, ast.Tuple):
-            spec = self.gen_unpack_spec(node.target)  # new nodes only
-            new = _call("_iter_unpack_sequence_", node.iter, spec, _load("_getiter_"))
-            _locate(node.iter, new, new.func, *_unlocated(spec), new.args[2])
-        else:
-            new = _call("_getiter_", node.iter)
-            _locate(node.iter, new, new.func)
-        node.iter = new
-        return node
-
     # -- statements RestrictedPython refuses -------------------------------------------------
 
     def visit_AnnAssign(self, node: ast.AnnAssign):
@@ -353,32 +324,6 @@ class SandboxTransformer(MatchStatementRules, RestrictingNodeTransformer):
             if refusal:
                 self.deny(node, "import", refusal)
         return super().check_import_names(node)
-
-
-def _locate(old: ast.AST, *new: ast.AST) -> None:
-    """Give new nodes the location of `old`."""
-    for node in new:
-        node.lineno, node.col_offset = old.lineno, old.col_offset
-        node.end_lineno, node.end_col_offset = old.end_lineno, old.end_col_offset
-
-
-def _unlocated(tree: ast.AST) -> list[ast.AST]:
-    """The nodes of a tree built by the transformer, none of them located yet."""
-    found, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        if node._attributes:  # not a context (Load, Store, Del)
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def _load(name: str) -> ast.Name:
-    return ast.Name(name, ast.Load())
-
-
-def _call(func: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(_load(func), list(args), [])
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
