@@ -62,7 +62,8 @@ def prompts(
     deduction and abduction prompts show `references(salt, n)[k]` (none without it) and, with
     `roles.topics`, the idea a run draws at `step`."""
     from selfplay.proposer import proposer_prompt
-    from selfplay.proposer.topics import topic_for
+    from selfplay.proposer.topics import prompt_topic
+    from selfplay.types import WRITTEN_TYPES
 
     refuse = not config.curriculum.keep_trivial
     out = []
@@ -70,13 +71,11 @@ def prompts(
         # a run numbers the task types of `selfplay.task_types` for its draws (`salt`)
         order = config.selfplay.task_types
         salt = order.index(kind) if kind in order else len(order)
-        written = kind in ("deduction", "abduction")
+        written = kind in WRITTEN_TYPES
         drawn = references(salt, n) if references and written else []
         for k in range(n):
             program = programs[k] if kind == "induction" else None
-            topic = None
-            if written and config.roles.topics:
-                topic = topic_for(config.run.seed, step, salt, k)
+            topic = prompt_topic(config, kind, step, k)
             shown = list(drawn[k]) if k < len(drawn) else []
             chat = proposer_prompt(kind, shown, config.roles, program, refuse, topic=topic)
             out.append((kind, program, chat, shown))

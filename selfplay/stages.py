@@ -47,7 +47,7 @@ from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.complexity import brevity, too_simple
 from selfplay.proposer.layout import proposal_regexes
-from selfplay.proposer.topics import topic_for
+from selfplay.proposer.topics import prompt_topic
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
@@ -106,9 +106,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
         references = run.store.references(n, step, types=ref_types, salt=salt)
         for k in range(n):
             refs = references[k] if k < len(references) else []
-            topic = None
-            if cfg.roles.topics and task_type in WRITTEN_TYPES:
-                topic = topic_for(cfg.run.seed, step, salt, k)
+            topic = prompt_topic(cfg, task_type, step, k)
             prompts.append(
                 proposer_prompt(
                     task_type,

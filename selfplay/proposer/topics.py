@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["TOPICS", "topic_for"]
+from selfplay.types import WRITTEN_TYPES
+
+__all__ = ["TOPICS", "topic_for", "prompt_topic"]
 
 TOPICS = (
     "a loop over the characters of a string",
@@ -67,3 +69,14 @@ def topic_for(seed: int, step: int, salt: int, prompt: int) -> str:
     order = list(TOPICS)
     random.Random(f"topic:{seed}:{step}:{salt}").shuffle(order)
     return order[prompt % len(order)]
+
+
+def prompt_topic(config, task_type: str, step: int, prompt: int) -> str | None:
+    """The topic a run names in its proposer prompt `prompt` of `task_type` at `step` (the
+    type numbered by its place in `selfplay.task_types`); None when `roles.topics` is off or
+    the type is not one whose program the proposer writes."""
+    if not config.roles.topics or task_type not in WRITTEN_TYPES:
+        return None
+    order = config.selfplay.task_types
+    salt = order.index(task_type) if task_type in order else len(order)
+    return topic_for(config.run.seed, step, salt, prompt)
