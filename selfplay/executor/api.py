@@ -57,7 +57,6 @@ class _Cache:
 
 
 _PROGRAMS = _Cache(8192)  # (source, max chars, extra modules): CompiledProgram | PolicyRejection
-_MARSHALLED = _Cache(8192)  # the same keys: the marshalled code sent to the sandbox
 _INPUTS = _Cache(16384)  # (text, mode, limits): CompiledInput | PolicyRejection
 
 
@@ -170,14 +169,9 @@ class Executor:
         return compiled
 
     def marshalled(self, source: str) -> bytes:
-        key = self.program_key(source)
-        data = _MARSHALLED.get(key)
-        if data is None:
-            compiled = self.compile(source)
-            assert isinstance(compiled, CompiledProgram), "only compiled programs go to workers"
-            data = marshal.dumps(compiled.code)
-            _MARSHALLED.put(key, data)
-        return data
+        compiled = self.compile(source)
+        assert isinstance(compiled, CompiledProgram), "only compiled programs go to workers"
+        return compiled.marshalled
 
     def recanonical(self, text: str | None) -> str | None:
         """Canonical text re-derived from what a worker wrote (workers are not trusted)."""

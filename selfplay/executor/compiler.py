@@ -12,14 +12,14 @@ unchanged, so a verdict is the same with or without helpers.
 Trust: a helper runs this module's code only, `python -s -P -m selfplay.executor.compiler`
 (no user site, no working folder on its path), with an environment that holds nothing but
 the package's path and the locale. It parses and compiles model text as
-the calling process would, and never runs it; the code objects it sends back (`marshal`) are
-what the caller would have compiled itself, and go to the sandbox as before. A helper that
+the calling process would, and never runs it; the code it sends back (`marshal` bytes) is what
+the caller would have compiled itself, and goes to the sandbox as it came. A helper that
 fails, dies or stalls costs time only: its chunk is compiled in the calling process.
 
 Protocol, one frame each way per chunk (a 4-byte length, then `marshal` data):
     request  (max_program_chars, extra_modules, input mode, value limits, programs, inputs)
-    reply    ([program result, ...], [input result, ...]), each ("ok", code[, text,
-             expression]) or ("no", reason, detail)
+    reply    ([program result, ...], [input result, ...]), each ("ok", marshalled code) or
+             ("ok", text, code, expression) for an input, or ("no", reason, detail)
 """
 
 from __future__ import annotations
@@ -205,8 +205,8 @@ def _decode(reply: bytes, programs: list[str], inputs: list[str]) -> Prepared | 
         return None
     compiled: dict = {}
     for source, result in zip(programs, program_results, strict=True):
-        if result[0] == "ok" and len(result) == 2 and type(result[1]) is CodeType:
-            compiled[source] = CompiledProgram(code=result[1], source=source)
+        if result[0] == "ok" and len(result) == 2 and _is_marshalled_code(result[1]):
+            compiled[source] = CompiledProgram(source=source, marshalled=result[1])
         elif result[0] == "no" and len(result) == 3 and _texts(result[1:]):
             compiled[source] = PolicyRejection(result[1], result[2])
         else:
@@ -226,6 +226,11 @@ def _decode(reply: bytes, programs: list[str], inputs: list[str]) -> Prepared | 
         else:
             return None
     return compiled, calls
+
+
+def _is_marshalled_code(data) -> bool:
+    """`marshal` bytes of a code object (its type byte, with or without the reference flag)."""
+    return type(data) is bytes and data[:1] in (b"c", b"\xe3")
 
 
 def _texts(values) -> bool:
@@ -251,7 +256,7 @@ def _answer(request: tuple) -> tuple[list, list]:
     for source in programs:
         result = compile_program(source, max_chars, tuple(extra))
         if isinstance(result, CompiledProgram):
-            program_results.append(("ok", result.code))
+            program_results.append(("ok", result.marshalled))
         else:
             program_results.append(("no", result.reason, result.detail))
     input_results = []

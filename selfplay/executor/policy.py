@@ -29,6 +29,7 @@ A refusal has a rule, reported as the reason `policy:<rule>`:
 from __future__ import annotations
 
 import ast
+import marshal
 import re
 import warnings
 from dataclasses import dataclass
@@ -86,10 +87,31 @@ _RESERVED = frozenset({"_print", "printed", "builtins", "breakpoint"})
 _CONTEXTS = (ast.Load, ast.Store, ast.Del)
 
 
-@dataclass(frozen=True)
 class CompiledProgram:
-    code: CodeType
-    source: str
+    """A program that passed the policy, as its code object and as the `marshal` bytes the
+    sandbox receives; each is derived from the other on first use (a compile helper sends the
+    bytes, which then go to the sandbox without being loaded and dumped again here)."""
+
+    __slots__ = ("source", "_code", "_marshalled")
+
+    def __init__(
+        self, code: CodeType | None = None, source: str = "", marshalled: bytes | None = None
+    ):
+        if code is None and marshalled is None:
+            raise ValueError("a compiled program needs its code or its marshalled code")
+        self.source, self._code, self._marshalled = source, code, marshalled
+
+    @property
+    def code(self) -> CodeType:
+        if self._code is None:
+            self._code = marshal.loads(self._marshalled)
+        return self._code
+
+    @property
+    def marshalled(self) -> bytes:
+        if self._marshalled is None:
+            self._marshalled = marshal.dumps(self._code)
+        return self._marshalled
 
 
 @dataclass(frozen=True)
@@ -97,6 +119,10 @@ class CompiledInput:
     text: str  # normalised argument text (also the key that identifies equal inputs)
     code: CodeType  # evaluates to (args, kwargs) through `_args_`
     expression: bool  # an expression input, evaluated against its own instance of the program
+
+
+class _TooDeep(Exception):
+    """The rewrite reached more than `MAX_NESTING` levels of the tree."""
 
 
 @dataclass(frozen=True)
@@ -109,13 +135,30 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
     """RestrictedPython's transformer with the relaxations and additions listed above (the
     rules of `match` statements: `match_rules.py`)."""
 
-    def __init__(self, *args, extra_modules: tuple[str, ...] = (), **kwargs):
+    def __init__(
+        self, *args, extra_modules: tuple[str, ...] = (), source: str | None = None, **kwargs
+    ):
         super().__init__(*args, **kwargs)
         self.extra_modules = extra_modules
         self.rules: list[str] = []
         self._class_depth = 0
-        self._bound_names: set[str] = set()
+        self._depth = 0
+        self._source = source
+        self._bound_names: set[str] | None = None
         self._rule: str | None = None
+
+    @property
+    def bound_names(self) -> set[str]:
+        """Names the program binds itself, found when a forbidden builtin's name is first read
+        (about one program in a thousand), from the source, as the tree is being rewritten."""
+        if self._bound_names is None:
+            tree = None
+            if self._source is not None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(self._source, "<program>", "exec")
+            self._bound_names = _bound_names(tree) if tree is not None else set()
+        return self._bound_names
 
     # -- traversal ---------------------------------------------------------------------------
     # `ast.NodeTransformer`'s, without its per-node string building, attribute look-ups and
@@ -133,7 +176,13 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
             name = "visit_" + type(node).__name__
             method = getattr(type(self), name, None) or type(self).generic_visit
             self._methods[type(node)] = method
-        return method(self, node)
+        # how deep the rewrite recurses is capped here, not by the caller's stack (RecursionError)
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise _TooDeep
+        node = method(self, node)
+        self._depth -= 1
+        return node
 
     def node_contents_visit(self, node):
         visit = self.visit
@@ -195,7 +244,7 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
         if isinstance(node.ctx, ast.Load):
             if node.id == "__name__":
                 return node
-            if node.id in FORBIDDEN_BUILTINS and node.id not in self._bound_names:
+            if node.id in FORBIDDEN_BUILTINS and node.id not in self.bound_names:
                 self.deny(node, "forbidden_name", f'"{node.id}" is not available')
                 return node
         elif (
@@ -211,7 +260,7 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
         if (
             isinstance(func, ast.Name)
             and func.id in ("eval", "exec")
-            and func.id not in self._bound_names
+            and func.id not in self.bound_names
         ):
             self.deny(node, "forbidden_name", f'"{func.id}" is not available')
         return super().visit_Call(node)
@@ -402,13 +451,11 @@ def compile_program(
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
     if ENTRY_POINT not in _top_level_names(tree.body):
         return PolicyRejection("no_f", f"the program does not define {ENTRY_POINT!r}")
-    names, depth = _scan(tree)
-    if depth > MAX_NESTING:  # refused whatever the caller's stack depth, not by RecursionError
-        return PolicyRejection("syntax", f"program nested more than {MAX_NESTING} levels deep")
-    transformer = SandboxTransformer(extra_modules=extra_modules)
-    transformer._bound_names = names
+    transformer = SandboxTransformer(extra_modules=extra_modules, source=source)
     try:
         tree = transformer.visit(tree)
+    except _TooDeep:  # refused whatever the caller's stack depth, not by RecursionError
+        return PolicyRejection("syntax", f"program nested more than {MAX_NESTING} levels deep")
     except RecursionError:
         return PolicyRejection("syntax", "program nested too deeply")
     if transformer.errors:
