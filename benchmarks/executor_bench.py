@@ -114,6 +114,27 @@ Where the rest goes, from profiles of each part:
     validation);
   * in this benchmark inputs repeat across passes, so their compilation (~30 us each,
     `compile_input`) is cached and shows nowhere; fresh model-written inputs pay it.
+
+Then (2026-11-26, 2 cores, alone), from a timeline of one pass and profiles of each part:
+  * the pass was ~10 batches, each a round trip and at least one child (a child costs ~2-4 ms
+    of CPU: fork ~0.5 ms in the zygote, ~1.3 ms in a child that runs nothing, ~250 pages
+    copied on write, then the first runs slower); while the compile helpers work they keep
+    both cores busy, so batches now hold at least 512 runs then (`validate._MIN_BATCH_HELPED`):
+    ~4 batches a pass; without helpers the smaller batches stay (there the overlap of the
+    caller's compiling with the runs is the parallelism: 0.82x -> 0.77x with 512);
+  * the caller blocked up to 9 ms writing a 100-300 kB batch frame into a 64 kB pipe while the
+    other worker waited for its batch: the pipe now holds 1 MB;
+  * `seccomp_load` generated the child's BPF program anew in every child (~0.3 ms): it is
+    generated once and installed with one prctl;
+  * the walk for the program's bound names and depth cost ~32 of a compile's ~178 us: the names
+    are now found only when a forbidden builtin's name is read (1 CRUXEval program in 800) and
+    the rewrite caps its own depth (~178 -> ~158 us per program);
+  * a helper's code went through the caller as a code object (loaded, then dumped again for the
+    sandbox, ~7 us): the helper's bytes now go to the sandbox as they came.
+  CPU per validation (`executor_cpu.py --compare`, medians of 5 rounds of 6 passes): caller
+  ~60 -> ~46 us, helpers ~182 -> ~176 us, sandbox ~125 -> ~112 us, total ~358 -> ~340 us.
+  Rate: 0.84-0.95x AZR's before (6 runs of this benchmark alternating with the new checkout),
+  1.01-1.07x after (5 runs; median pass ratios 0.96-1.04).
 """
 
 from __future__ import annotations
