@@ -72,6 +72,13 @@ def test_references_in_the_assert_layout_are_not_shown_as_an_answer():
     assert answer.split("exactly in this format")[1] == shown.split("exactly in this format")[1]
 
 
+def test_references_in_the_calls_layout_show_no_function():
+    shown = proposer_prompt("deduction", [SORT], RolesConfig(reference_layout="calls"))[1].content
+    assert f"`f({SORT.input})` returned `{SORT.output}`." in shown
+    body = SORT.program.strip().splitlines()[-1].strip()  # a line of the reference's function
+    assert body not in shown
+
+
 def test_prompts_without_thinking():
     content = proposer_prompt("deduction", [], RolesConfig(think=False))[1].content
     assert "<think>" not in content and "<answer>" in content

@@ -22,11 +22,12 @@ class RolesConfig(Checked):
         "fewest statements in a proposed deduction/abduction program's functions; 0: any "
         "(selfplay/proposer/complexity.py; from the identity seed alone a floor stalls a run)",
     )
-    reference_layout: Literal["answer", "assert"] = knob(
+    reference_layout: Literal["answer", "assert", "calls"] = knob(
         "answer",
         "how deduction/abduction references are shown to the proposer: answer, written as the "
         "proposer answers (the function, its final call, what it returned); assert, the "
-        "function and `assert f(input) == output`, a layout a copy would have to rewrite",
+        "function and `assert f(input) == output`, a layout a copy would have to rewrite; "
+        "calls, the call and what it returned, without the function",
     )
     topics: bool = knob(
         False,

@@ -134,7 +134,8 @@ def _as_answer(task: Task, layout: str = "answer") -> str:
     """A reference written the way the proposer is asked to answer, with what the checker
     made of it, so that the examples also teach the format; with `layout` "assert" a
     deduction or abduction reference is the function alone and `assert f(input) == output`,
-    which a copy would have to rewrite (`roles.reference_layout`)."""
+    which a copy would have to rewrite; with "calls", the call and its output alone, with no
+    function to copy (`roles.reference_layout`)."""
     if task.type == "induction":
         calls = [f"f({_short(i)})" for i in task.inputs]
         lines = [f"# {task.message}", *calls] if task.message else calls
@@ -142,6 +143,8 @@ def _as_answer(task: Task, layout: str = "answer") -> str:
     if layout == "assert":
         check = f"assert f({_short(task.input)}) == {_short(task.output)}"
         return f"```python\n{task.program.strip()}\n```\n{check}"
+    if layout == "calls":
+        return f"`f({_short(task.input)})` returned `{_short(task.output)}`."
     program = f"```python\n{task.program.strip()}\n\nf({_short(task.input)})\n```"
     return f"{program}\nIt returns {_short(task.output)}."
 
