@@ -229,7 +229,11 @@ def _decode(reply: bytes, programs: list[str], inputs: list[str]) -> Prepared | 
 
 
 def _is_marshalled_code(data) -> bool:
-    """`marshal` bytes of a code object (its type byte, with or without the reference flag)."""
+    """`marshal` bytes of a code object (its type byte, with or without the reference flag).
+    Only the first byte is checked: the bytes go to the sandbox as they came, and loading them
+    here would cost what sending them on saves. Helpers are trusted; bytes that a helper's bug
+    mangled would fail the sandbox worker's load, and the batch would come back as
+    `crash:worker`."""
     return type(data) is bytes and data[:1] in (b"c", b"\xe3")
 
 

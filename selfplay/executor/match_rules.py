@@ -20,7 +20,8 @@ __all__ = ["MatchStatementRules"]
 
 class MatchStatementRules:
     """`visit_Match*` methods for a RestrictedPython node transformer (a mixin: it relies on
-    the transformer's `visit`, `node_contents_visit`, `check_name` and `deny`)."""
+    the transformer's `visit`, `node_contents_visit`, `check_name`, `count_levels` and
+    `deny`)."""
 
     def visit_Match(self, node: ast.Match):
         return self.node_contents_visit(node)
@@ -71,6 +72,7 @@ class MatchStatementRules:
         return node
 
     def _check_dotted(self, expr: ast.expr) -> None:
+        self.count_levels(expr)  # not visited, but compiled: the nesting cap covers it
         for sub in ast.walk(expr):
             if isinstance(sub, ast.Attribute) and (
                 sub.attr.startswith("_") or sub.attr in DENIED_PUBLIC_ATTRIBUTES

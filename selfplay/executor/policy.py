@@ -69,9 +69,10 @@ __all__ = [
 INPUT_MODES = ("literal", "expression")
 
 ENTRY_POINT = "f"
-#: the deepest syntax tree compiled: the rewrite recurses per level, so without a cap how deep
-#: the caller's own stack is would decide whether a deeply nested program compiles (CRUXEval,
-#: HumanEval, MBPP and AZR's seeds reach 32)
+#: how many levels deep the rewrite may recurse (the nodes it visits, and the subtrees the match
+#: rules check without visiting: a pattern's dotted names): without a cap how deep the caller's
+#: own stack is would decide whether a deeply nested program compiles (CRUXEval, HumanEval,
+#: MBPP and AZR's seeds reach 32)
 MAX_NESTING = 100
 
 #: Dunder methods a class may define beyond `SAFE_DUNDERS`: attribute hooks and descriptors
@@ -95,11 +96,14 @@ class CompiledProgram:
     __slots__ = ("source", "_code", "_marshalled")
 
     def __init__(
-        self, code: CodeType | None = None, source: str = "", marshalled: bytes | None = None
+        self, code: CodeType | None = None, *, source: str, marshalled: bytes | None = None
     ):
         if code is None and marshalled is None:
             raise ValueError("a compiled program needs its code or its marshalled code")
         self.source, self._code, self._marshalled = source, code, marshalled
+
+    def __repr__(self) -> str:
+        return f"CompiledProgram(source={self.source[:60]!r})"
 
     @property
     def code(self) -> CodeType:
@@ -122,7 +126,14 @@ class CompiledInput:
 
 
 class _TooDeep(Exception):
-    """The rewrite reached more than `MAX_NESTING` levels of the tree."""
+    """The rewrite went more than `MAX_NESTING` levels deep."""
+
+
+#: A forbidden builtin's name as a word of an ASCII source: where none is, no name the program
+#: reads is one, and the walk for the names it binds (~30 us a program) is not needed.
+_FORBIDDEN_WORD = re.compile(
+    r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(FORBIDDEN_BUILTINS))) + r")(?!\w)"
+)
 
 
 @dataclass(frozen=True)
@@ -135,30 +146,21 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
     """RestrictedPython's transformer with the relaxations and additions listed above (the
     rules of `match` statements: `match_rules.py`)."""
 
-    def __init__(
-        self, *args, extra_modules: tuple[str, ...] = (), source: str | None = None, **kwargs
-    ):
+    def __init__(self, *args, extra_modules: tuple[str, ...] = (), **kwargs):
         super().__init__(*args, **kwargs)
         self.extra_modules = extra_modules
         self.rules: list[str] = []
         self._class_depth = 0
-        self._depth = 0
-        self._source = source
-        self._bound_names: set[str] | None = None
+        self._depth = 0  # levels of `visit` calls; not unwound after an exception (the
+        # transformer is then thrown away)
+        self._bound_names: set[str] = set()
         self._rule: str | None = None
 
-    @property
-    def bound_names(self) -> set[str]:
-        """Names the program binds itself, found when a forbidden builtin's name is first read
-        (about one program in a thousand), from the source, as the tree is being rewritten."""
-        if self._bound_names is None:
-            tree = None
-            if self._source is not None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    tree = ast.parse(self._source, "<program>", "exec")
-            self._bound_names = _bound_names(tree) if tree is not None else set()
-        return self._bound_names
+    def count_levels(self, subtree: ast.AST) -> None:
+        """Count a subtree that is checked without being visited (a pattern's dotted names)
+        towards the nesting cap, as if it were visited."""
+        if self._depth + _scan(subtree)[1] > MAX_NESTING:
+            raise _TooDeep
 
     # -- traversal ---------------------------------------------------------------------------
     # `ast.NodeTransformer`'s, without its per-node string building, attribute look-ups and
@@ -244,7 +246,7 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
         if isinstance(node.ctx, ast.Load):
             if node.id == "__name__":
                 return node
-            if node.id in FORBIDDEN_BUILTINS and node.id not in self.bound_names:
+            if node.id in FORBIDDEN_BUILTINS and node.id not in self._bound_names:
                 self.deny(node, "forbidden_name", f'"{node.id}" is not available')
                 return node
         elif (
@@ -260,7 +262,7 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
         if (
             isinstance(func, ast.Name)
             and func.id in ("eval", "exec")
-            and func.id not in self.bound_names
+            and func.id not in self._bound_names
         ):
             self.deny(node, "forbidden_name", f'"{func.id}" is not available')
         return super().visit_Call(node)
@@ -451,7 +453,11 @@ def compile_program(
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
     if ENTRY_POINT not in _top_level_names(tree.body):
         return PolicyRejection("no_f", f"the program does not define {ENTRY_POINT!r}")
-    transformer = SandboxTransformer(extra_modules=extra_modules, source=source)
+    transformer = SandboxTransformer(extra_modules=extra_modules)
+    if not source.isascii() or _FORBIDDEN_WORD.search(source):
+        # only then do the names the program binds matter (`def f(input):` may read `input`);
+        # identifiers are NFKC-normalised, so a non-ASCII source may spell one unseen
+        transformer._bound_names = _bound_names(tree)
     try:
         tree = transformer.visit(tree)
     except _TooDeep:  # refused whatever the caller's stack depth, not by RecursionError
@@ -510,8 +516,11 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
         ("**" if k.arg is None else f"{k.arg}=") + ast.unparse(k.value) for k in call.body.keywords
     ]
     transformer = SandboxTransformer()
-    call.body.args = [transformer.visit(a) for a in call.body.args]
-    call.body.keywords = [transformer.visit(k) for k in call.body.keywords]
+    try:
+        call.body.args = [transformer.visit(a) for a in call.body.args]
+        call.body.keywords = [transformer.visit(k) for k in call.body.keywords]
+    except _TooDeep:  # the walk above caps the depth already; kept for a changed rewrite
+        return PolicyRejection("input:syntax", f"input nested more than {MAX_NESTING} levels deep")
     if transformer.errors:
         rule = transformer.rules[0] if transformer.rules else "construct"
         return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))

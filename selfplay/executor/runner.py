@@ -103,10 +103,12 @@ def _environment(hash_seed: int) -> dict[str, str]:
     return {"PYTHONHASHSEED": str(hash_seed), "PYTHONPATH": package_parent, "LC_ALL": "C.UTF-8"}
 
 
-#: Bytes a worker's input pipe holds (the most an unprivileged process may ask for, by default).
-#: A batch frame is about 100-300 kB; with Linux's default 64 kB a send blocked until the zygote
-#: had read most of it, and the other workers waited for their batches meanwhile.
-_PIPE_BYTES = 1 << 20
+#: Bytes a worker's input pipe holds. A batch frame is about 0.8 kB a run (100-400 kB for the
+#: batches of a validation); with Linux's default 64 kB a send blocked until the zygote had read
+#: most of it, and the other workers waited for their batches meanwhile. Every pipe's size counts
+#: towards its user's budget (`/proc/sys/fs/pipe-user-pages-soft`, 64 MB by default): 512 kB
+#: leaves room for 128 workers, and where the budget is spent the pipe keeps its size.
+_PIPE_BYTES = 1 << 19
 
 
 def _widen_pipe(fd: int) -> None:

@@ -42,10 +42,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
     verdicts: list[Verdict | None] = [None] * len(cases)
     ready: list[tuple[int, str, CompiledInput]] = []
     pool, n, cpu = executor.pool, executor.pool.size, executor.config.run_timeout_s
-    ahead = executor.precompile(cases, mode, _CHUNK)  # compile helpers, ahead of this loop
     per_child = max(1, executor.config.runs_per_child)
-    fewest = _MIN_BATCH if ahead is None else _MIN_BATCH_HELPED
-    unit = per_child * -(-fewest // per_child)
     queued: dict[int, list[tuple[int, int]]] = {w: [] for w in range(n)}  # (case, round)
     in_flight: dict[int, list[tuple[int, int]]] = {}
     results: tuple[dict[int, RunResult], dict[int, RunResult]] = ({}, {})
@@ -68,7 +65,10 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
                 if not second and result.ok:  # the second run on another worker
                     queued[(k + 1) % n].append((k, 1))
 
+    ahead = executor.precompile(cases, mode, _CHUNK)  # compile helpers, ahead of this loop
     try:
+        fewest = _MIN_BATCH if ahead is None else _MIN_BATCH_HELPED
+        unit = per_child * -(-fewest // per_child)
         for start in range(0, len(cases), _CHUNK):
             if ahead is not None:
                 while pool.busy and not ahead.done(start // _CHUNK):

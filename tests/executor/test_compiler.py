@@ -4,6 +4,8 @@ time, never a verdict."""
 
 from __future__ import annotations
 
+import marshal
+
 import pytest
 
 from selfplay.config import ConfigError, ExecutorConfig
@@ -97,3 +99,12 @@ def test_small_batches_compile_in_the_calling_process():
 def test_the_number_of_helpers_is_checked():
     with pytest.raises(ConfigError, match="compilers"):
         ExecutorConfig(compilers=-2)
+
+
+def test_a_reply_holding_anything_but_marshalled_code_is_refused():
+    """The helpers' code goes to the sandbox as bytes: a reply is taken only if each program's
+    result is `marshal` bytes of a code object (else its chunk is compiled here)."""
+    code = compile("def f(x):\n    return x", "<program>", "exec")
+    assert compiler._decode(marshal.dumps(([("ok", marshal.dumps(code))], [])), ["p"], [])
+    for result in [("ok", code), ("ok", marshal.dumps(5)), ("ok", b""), ("ok", "text")]:
+        assert compiler._decode(marshal.dumps(([result], [])), ["p"], []) is None

@@ -152,6 +152,35 @@ def test_how_deep_a_program_may_nest_does_not_depend_on_the_callers_stack():
         assert "nested more than" in refused.detail
 
 
+@pytest.mark.parametrize("pattern", ["{d}", "{d}()", "{{{d}: y}}", "[1, {d}]"])
+def test_patterns_dotted_names_count_towards_the_nesting_cap(pattern):
+    """Patterns are checked, not visited, by the rewrite, and compiled all the same."""
+    dotted = "a" + ".b" * (policy.MAX_NESTING + 50)
+    source = (
+        "def f(x):\n    match x:\n        case "
+        + pattern.format(d=dotted)
+        + ":\n            return 1\n    return 0\n"
+    )
+    for frames in (0, 400):
+        refused = _at_depth(frames, lambda: compile_program(source))
+        assert isinstance(refused, PolicyRejection) and "nested more than" in refused.detail
+
+
+def test_a_bound_forbidden_name_at_the_deepest_level_compiles_like_any_name():
+    def nested(name: str) -> str:
+        levels = policy.MAX_NESTING - 4
+        return f"def f({name}):\n    return " + "[" * levels + name + "]" * levels
+
+    for frames in range(0, 800, 25):  # wherever the caller's stack lets a program compile
+        plain = _at_depth(frames, lambda: compile_program(nested("x")))
+        bound = _at_depth(frames, lambda: compile_program(nested("input")))
+        assert type(plain) is type(bound), (frames, getattr(bound, "detail", None))
+
+
+def _at_depth(frames: int, call):
+    return call() if frames == 0 else _at_depth(frames - 1, call)
+
+
 class _RestrictedPythonsOwnRewrites(policy.SandboxTransformer):
     """The transformer with RestrictedPython's own subscript, loop and `n += v` rewrites (and
     its `copy_locations`), which `SandboxTransformer` replaces to locate only new nodes."""

@@ -34,14 +34,17 @@ def _summary(verdicts) -> list[tuple]:
     return [(v.ok, v.reason, v.output, v.input) for v in verdicts]
 
 
+@pytest.mark.parametrize("compilers", [0, 2])
 @pytest.mark.parametrize("chunk, min_batch", [(5, 4), (32, 128)])
-def test_a_large_batch_judges_each_case_as_alone(monkeypatch, chunk, min_batch):
-    """Small chunks and batches make workers take batches while compiling goes on, and the
-    second runs of early cases share batches with the first runs of later ones."""
+def test_a_large_batch_judges_each_case_as_alone(monkeypatch, chunk, min_batch, compilers):
+    """Small chunks and batches make workers take batches while compiling goes on (in this
+    process, or in the compile helpers), and the second runs of early cases share batches with
+    the first runs of later ones."""
     monkeypatch.setattr(validate, "_CHUNK", chunk)
     monkeypatch.setattr(validate, "_MIN_BATCH", min_batch)
+    monkeypatch.setattr(validate, "_MIN_BATCH_HELPED", min_batch)
     cases = _cases(300)
-    config = ExecutorConfig(workers=3, runs_per_child=7, run_timeout_s=0.2)
+    config = ExecutorConfig(workers=3, runs_per_child=7, run_timeout_s=0.2, compilers=compilers)
     with Executor(config) as ex:
         together = _summary(ex.validate(cases))
         alone = [_summary(ex.validate([case]))[0] for case in cases[:60]]
