@@ -134,7 +134,16 @@ Then (2026-11-26, 2 cores, alone), from a timeline of one pass and profiles of e
   CPU per validation (`executor_cpu.py --compare`, medians of 5 rounds of 6 passes): caller
   ~60 -> ~46 us, helpers ~182 -> ~176 us, sandbox ~125 -> ~112 us, total ~358 -> ~340 us.
   Rate: 0.84-0.95x AZR's before (6 runs of this benchmark alternating with the new checkout),
-  1.01-1.07x after (5 runs; median pass ratios 0.96-1.04).
+  1.01-1.07x after (5 runs; median pass ratios 0.96-1.04); after a review's fixes (the nesting
+  cap over match patterns, the bound names found before the rewrite when a source's words
+  include a forbidden name), 0.93-1.04x over 10 runs, median 1.00: at AZR's rate, within the
+  machine's noise of it.
+  What is left: a child costs ~2-4 ms, and a pass needs 8 (788 runs per worker, 256 a child);
+  children that live on across batches would save ~2 of them (~3%); `runs_per_child` 1024 saves
+  ~6 and measured +10% (1.04-1.11x), but it is the bound on how many runs a program that
+  escaped the policy could forge, a security setting left at 256 here; a run in a child costs
+  ~24 us against ~15 us in a plain process (4 setitimer and 2 thread-clock system calls through
+  two seccomp filters, a result line).
 """
 
 from __future__ import annotations
