@@ -203,6 +203,8 @@ class SeccompFilter:
             self.rules += 1
 
     def load(self) -> str:
+        if self._ctx is None:
+            raise LayerUnavailable("seccomp", "the filter was exported as BPF and released")
         rc = self._lib.seccomp_load(self._ctx)
         if rc != 0:
             raise LayerUnavailable("seccomp", f"seccomp_load failed: {os.strerror(-rc)}")
