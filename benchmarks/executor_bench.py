@@ -123,12 +123,13 @@ Then (2026-11-26, 2 cores, alone), from a timeline of one pass and profiles of e
     ~4 batches a pass; without helpers the smaller batches stay (there the overlap of the
     caller's compiling with the runs is the parallelism: 0.82x -> 0.77x with 512);
   * the caller blocked up to 9 ms writing a 100-300 kB batch frame into a 64 kB pipe while the
-    other worker waited for its batch: the pipe now holds 1 MB;
+    other worker waited for its batch: the pipe now holds 512 kB;
   * `seccomp_load` generated the child's BPF program anew in every child (~0.3 ms): it is
     generated once and installed with one prctl;
   * the walk for the program's bound names and depth cost ~32 of a compile's ~178 us: the names
-    are now found only when a forbidden builtin's name is read (1 CRUXEval program in 800) and
-    the rewrite caps its own depth (~178 -> ~158 us per program);
+    are now found only when the source's words include a forbidden builtin's name (1 CRUXEval
+    program in 800; ~3 us to tell) and the rewrite caps its own depth (~178 -> ~158 us per
+    program);
   * a helper's code went through the caller as a code object (loaded, then dumped again for the
     sandbox, ~7 us): the helper's bytes now go to the sandbox as they came.
   CPU per validation (`executor_cpu.py --compare`, medians of 5 rounds of 6 passes): caller
