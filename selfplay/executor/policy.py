@@ -29,11 +29,8 @@ A refusal has a rule, reported as the reason `policy:<rule>`:
 from __future__ import annotations
 
 import ast
-import marshal
 import re
 import warnings
-from dataclasses import dataclass
-from types import CodeType
 
 from RestrictedPython.transformer import (
     IOPERATOR_TO_STR,
@@ -42,6 +39,7 @@ from RestrictedPython.transformer import (
 )
 
 from selfplay.executor import values
+from selfplay.executor.compiled import CompiledInput, CompiledProgram, PolicyRejection
 from selfplay.executor.guards import DENIED_PUBLIC_ATTRIBUTES, FORBIDDEN_BUILTINS, SAFE_DUNDERS
 from selfplay.executor.located import LocatedRewrites
 from selfplay.executor.located import call as _call
@@ -88,43 +86,6 @@ _RESERVED = frozenset({"_print", "printed", "builtins", "breakpoint"})
 _CONTEXTS = (ast.Load, ast.Store, ast.Del)
 
 
-class CompiledProgram:
-    """A program that passed the policy, as its code object and as the `marshal` bytes the
-    sandbox receives; each is derived from the other on first use (a compile helper sends the
-    bytes, which then go to the sandbox without being loaded and dumped again here)."""
-
-    __slots__ = ("source", "_code", "_marshalled")
-
-    def __init__(
-        self, code: CodeType | None = None, *, source: str, marshalled: bytes | None = None
-    ):
-        if code is None and marshalled is None:
-            raise ValueError("a compiled program needs its code or its marshalled code")
-        self.source, self._code, self._marshalled = source, code, marshalled
-
-    def __repr__(self) -> str:
-        return f"CompiledProgram(source={self.source[:60]!r})"
-
-    @property
-    def code(self) -> CodeType:
-        if self._code is None:
-            self._code = marshal.loads(self._marshalled)
-        return self._code
-
-    @property
-    def marshalled(self) -> bytes:
-        if self._marshalled is None:
-            self._marshalled = marshal.dumps(self._code)
-        return self._marshalled
-
-
-@dataclass(frozen=True)
-class CompiledInput:
-    text: str  # normalised argument text (also the key that identifies equal inputs)
-    code: CodeType  # evaluates to (args, kwargs) through `_args_`
-    expression: bool  # an expression input, evaluated against its own instance of the program
-
-
 class _TooDeep(Exception):
     """The rewrite went more than `MAX_NESTING` levels deep."""
 
@@ -132,12 +93,6 @@ class _TooDeep(Exception):
 #: The words of a source: where none of an ASCII source's is a forbidden builtin's name, no name
 #: the program reads is one, and the walk for the names it binds (~30 us a program) is not needed.
 _WORD = re.compile(r"[A-Za-z_]\w*")
-
-
-@dataclass(frozen=True)
-class PolicyRejection:
-    reason: str  # "syntax" or "policy:<rule>"
-    detail: str
 
 
 class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTransformer):
