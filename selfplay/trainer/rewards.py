@@ -30,7 +30,8 @@ one, less than one at the frontier.
 A duplicate earns what an invalid task earns, not 0: the references are frontier tasks shown
 in the answer format, so copying one is a valid proposal for no effort. At 0 it would still
 beat every failed attempt, and in the steps where most proposals fail (the start of a
-zero-data run) the group-relative advantage would reward copying over trying.
+zero-data run) the group-relative advantage would reward copying over trying. Below the
+refusal's penalty (-0.75) it did not make a 15-step run copy less (docs/results.md).
 """
 
 from __future__ import annotations
