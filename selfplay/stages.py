@@ -81,6 +81,8 @@ _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 # use salt k; the programs that induction proposals write inputs for use 101 + k, so that the
 # two draws never share a seed.
 _PROGRAM_SALT = 101
+# Candidates drawn per induction proposal before trivial and full programs are left out.
+_INDUCTION_OVERDRAW = 4
 
 
 def _seed(run: Run, step: int, stage: int) -> int:
@@ -159,17 +161,22 @@ def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     inputs makes a trivial task, which the proposer, not having written it, cannot help. So
     are programs that already have `curriculum.induction_per_program` induction tasks: drawn
     by the frontier, a few programs would otherwise take the pool (as they did in a measured
-    run, docs/results.md: induction tasks on 2 programs, told apart by their message)."""
-    tasks = [t.task for t in run.store.sample(n, step, types=WRITTEN_TYPES, salt=salt).tasks]
+    run, docs/results.md: induction tasks on 2 programs, told apart by their message).
+
+    The draw takes `_INDUCTION_OVERDRAW` times `n` candidates and keeps the first `n`
+    distinct programs left, so that a pool where most programs are trivial or full still
+    gives a step its induction proposals (drawing only `n` left steps with none)."""
+    drawn = run.store.sample(n * _INDUCTION_OVERDRAW, step, types=WRITTEN_TYPES, salt=salt)
+    tasks = [t.task for t in drawn.tasks]
     if tasks and not run.config.curriculum.keep_trivial:
         tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
                  if not why]  # fmt: skip
-    programs = [t.program for t in tasks]
+    programs = list(dict.fromkeys(t.program for t in tasks))  # distinct, in draw order
     cap = run.config.curriculum.induction_per_program
     if cap and programs:
         held = run.store.induction_inputs(programs, step)
         programs = [p for p in programs if len(held[p]) < cap]
-    return programs
+    return programs[:n]
 
 
 def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:

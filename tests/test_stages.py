@@ -454,6 +454,21 @@ def test_induction_tasks_that_add_nothing_on_their_program_stay_out_of_the_pool(
     assert [s.no_new_work for s in stored] == ["repeat:inputs", ""]
 
 
+def test_induction_gets_a_program_when_most_of_the_pool_is_trivial(make_run):
+    """A pool of three identity-like tasks and one program worth writing inputs for: whatever
+    the draw's seed, the induction proposal is given that program (a draw of only `n`
+    candidates, filtered afterwards, left some steps with no induction proposal at all)."""
+    copies = [
+        Task("deduction", f"def f(x):\n    y{k} = x\n    return y{k}", (str(k),), (str(k),),
+             cpu_s=1e-4)
+        for k in range(3)
+    ]  # fmt: skip
+    run, _ = make_run(["selfplay.task_types=[deduction, abduction, induction]"], more=copies)
+    for salt in range(8):
+        assert stages._induction_programs(run, 1, 1, salt=salt) == [SORTED]
+    assert stages._induction_programs(run, 3, 1, salt=0) == [SORTED]  # distinct programs
+
+
 @pytest.mark.parametrize("constrained", [False, True])
 def test_the_solver_is_constrained_to_each_tasks_answer_layout_when_asked(make_run, constrained):
     from selfplay.solver.layout import answer_regexes
