@@ -31,7 +31,9 @@ A duplicate earns what an invalid task earns, not 0: the references are frontier
 in the answer format, so copying one is a valid proposal for no effort. At 0 it would still
 beat every failed attempt, and in the steps where most proposals fail (the start of a
 zero-data run) the group-relative advantage would reward copying over trying. Below the
-refusal's penalty (-0.75) it did not make a 15-step run copy less (docs/results.md).
+refusal's penalty (-0.75) it did not make a 15-step run copy less; at the malformed penalty
+(-1), where a copy never gains a positive advantage from an unreadable proposal in its group,
+two 10-step runs copied less (no new work 49% against 70% of valid proposals; docs/results.md).
 """
 
 from __future__ import annotations
