@@ -163,9 +163,10 @@ def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     by the frontier, a few programs would otherwise take the pool (as they did in a measured
     run, docs/results.md: induction tasks on 2 programs, told apart by their message).
 
-    The draw takes `_INDUCTION_OVERDRAW` times `n` candidates and keeps the first `n`
-    distinct programs left, so that a pool where most programs are trivial or full still
-    gives a step its induction proposals (drawing only `n` left steps with none)."""
+    The draw takes `_INDUCTION_OVERDRAW` times `n` candidate tasks (several may share a
+    program) and keeps the first `n` distinct programs left, so that a pool where most
+    programs are trivial or full still gives a step its induction proposals (drawing only
+    `n` left steps with none)."""
     drawn = run.store.sample(n * _INDUCTION_OVERDRAW, step, types=WRITTEN_TYPES, salt=salt)
     tasks = [t.task for t in drawn.tasks]
     if tasks and not run.config.curriculum.keep_trivial:
