@@ -78,10 +78,10 @@ if TYPE_CHECKING:
 _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
-# use salt k; the programs that induction proposals write inputs for use 101 + k, so that the
-# two draws never share a seed.
-_PROGRAM_SALT = 101
-# Candidates drawn per induction proposal before trivial and full programs are left out.
+# use salt k; the programs that induction proposals write inputs for use 101 + k, and their
+# wider second draw 201 + k, so that no two draws share a seed.
+_PROGRAM_SALT, _WIDER_SALT = 101, 100
+# Candidates per induction proposal in the wider draw, when the first leaves too few programs.
 _INDUCTION_OVERDRAW = 4
 
 
@@ -163,21 +163,30 @@ def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     by the frontier, a few programs would otherwise take the pool (as they did in a measured
     run, docs/results.md: induction tasks on 2 programs, told apart by their message).
 
-    The draw takes `_INDUCTION_OVERDRAW` times `n` candidate tasks (several may share a
-    program) and keeps the first `n` distinct programs left, so that a pool where most
-    programs are trivial or full still gives a step its induction proposals (drawing only
-    `n` left steps with none)."""
-    drawn = run.store.sample(n * _INDUCTION_OVERDRAW, step, types=WRITTEN_TYPES, salt=salt)
+    When the draw of `n` leaves fewer than `n` programs, a second, wider draw of
+    `_INDUCTION_OVERDRAW` times `n` candidate tasks fills the rest, so that a pool where most
+    programs are trivial or full still gives a step its induction proposals (the first draw
+    alone left steps with none); a pool with enough programs gives the first draw's."""
+    programs = _eligible_programs(run, n, step, salt)
+    if len(programs) < n:
+        wider = _eligible_programs(run, n * _INDUCTION_OVERDRAW, step, salt + _WIDER_SALT)
+        programs = list(dict.fromkeys(programs + wider))
+    return programs[:n]
+
+
+def _eligible_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
+    """The distinct programs of `n` drawn tasks, in draw order, that induction may use."""
+    drawn = run.store.sample(n, step, types=WRITTEN_TYPES, salt=salt)
     tasks = [t.task for t in drawn.tasks]
     if tasks and not run.config.curriculum.keep_trivial:
         tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
                  if not why]  # fmt: skip
-    programs = list(dict.fromkeys(t.program for t in tasks))  # distinct, in draw order
+    programs = list(dict.fromkeys(t.program for t in tasks))
     cap = run.config.curriculum.induction_per_program
     if cap and programs:
         held = run.store.induction_inputs(programs, step)
         programs = [p for p in programs if len(held[p]) < cap]
-    return programs[:n]
+    return programs
 
 
 def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:

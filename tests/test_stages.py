@@ -455,18 +455,32 @@ def test_induction_tasks_that_add_nothing_on_their_program_stay_out_of_the_pool(
 
 
 def test_induction_gets_a_program_when_most_of_the_pool_is_trivial(make_run):
-    """A pool of three identity-like tasks and one program worth writing inputs for: whatever
-    the draw's seed, the induction proposal is given that program (a draw of only `n`
-    candidates, filtered afterwards, left some steps with no induction proposal at all)."""
+    """A pool of three identity-like tasks and one program worth writing inputs for (held by
+    two tasks): whatever the draw's seed, the induction proposal is given that program, once
+    (a draw of only `n` candidates, filtered afterwards, left some steps with no induction
+    proposal at all)."""
     copies = [
         Task("deduction", f"def f(x):\n    y{k} = x\n    return y{k}", (str(k),), (str(k),),
              cpu_s=1e-4)
         for k in range(3)
     ]  # fmt: skip
-    run, _ = make_run(["selfplay.task_types=[deduction, abduction, induction]"], more=copies)
+    again = Task("abduction", SORTED, ("[2, 1]",), ("[1, 2]",), cpu_s=1e-4)
+    run, _ = make_run(["selfplay.task_types=[deduction, abduction, induction]"],
+                      more=[*copies, again])  # fmt: skip
     for salt in range(8):
         assert stages._induction_programs(run, 1, 1, salt=salt) == [SORTED]
     assert stages._induction_programs(run, 3, 1, salt=0) == [SORTED]  # distinct programs
+
+
+def test_induction_programs_of_a_pool_with_enough_are_the_first_draws(make_run):
+    """Where the draw of `n` tasks gives `n` programs, the wider draw is not taken: a healthy
+    pool's induction proposals get the programs they got before the wider draw existed."""
+    more = [Task("deduction", p, ("'ab'",), (out,), cpu_s=1e-4)
+            for p, out in ((REVERSED, "'ba'"), ("def f(s):\n    return s + s", "'abab'"))]  # fmt: skip
+    run, _ = make_run(["selfplay.task_types=[deduction, abduction, induction]"], more=more)
+    for salt in range(4):
+        drawn = run.store.sample(2, 1, types=stages.WRITTEN_TYPES, salt=salt).tasks
+        assert stages._induction_programs(run, 2, 1, salt=salt) == [t.task.program for t in drawn]
 
 
 @pytest.mark.parametrize("constrained", [False, True])
