@@ -205,7 +205,8 @@ def test_copies_and_duplicates_earn_no_learnability(make_run):
     rewards = [r.reward for r in rollouts if r.role == "propose"]
     # each new task was answered right once in two: AZR's learnability 1 - 1/2
     assert rewards == [run.config.reward.proposer_duplicate] * 4 + [0.5, 0.5]
-    assert run.config.reward.proposer_duplicate == run.config.reward.proposer_invalid
+    # a copy earns what an unreadable proposal earns: never a positive advantage beside one
+    assert run.config.reward.proposer_duplicate == run.config.reward.proposer_malformed
     assert metrics["propose/duplicate_share"] == pytest.approx(4 / 6)
     assert metrics["propose/new_tasks"] == 2
     assert len(run.store) == 4  # the seed, the earlier task and the two new ones

@@ -128,7 +128,9 @@ class RewardConfig(Checked):
     learnability: LearnabilityShape = knob("azr", "proposer reward shape of a valid task")
     proposer_invalid: float = knob(-0.5, "proposer reward for a task the executor refuses")
     proposer_duplicate: float = knob(
-        -0.5, "proposer reward for a valid task already in the pool or copied from a reference"
+        -1.0,
+        "proposer reward for a valid task that is no new work (in the pool, a copy of a "
+        "reference, trivial): what an unreadable one earns (selfplay/trainer/rewards.py)",
     )
     proposer_malformed: float = knob(-1.0, "proposer reward when no task can be read")
     repetition: float = knob(

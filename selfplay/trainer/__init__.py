@@ -20,7 +20,7 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    but wrong, `reward.solver_malformed` (-1) if unreadable. Proposals: the learnability
    `reward.learnability` of p if valid and new (AZR's: 1 - p, and 0 at p in {0, 1}), less
    the repetition and novelty penalties (`reward.repetition`, `reward.novelty`; `repetition`),
-   down to the duplicate penalty; `reward.proposer_duplicate` (-0.5) if valid but no new work
+   down to the duplicate penalty; `reward.proposer_duplicate` (-1) if valid but no new work
    (already in the pool, a copy of a reference shown, trivial, or a benchmark's program),
    `reward.proposer_invalid` (-0.5) if the executor refused it, `reward.proposer_malformed`
    (-1) if unreadable.

@@ -17,7 +17,7 @@ Proposer (one proposed task, after the solver attempted it `selfplay.attempts` t
              (`reward.repetition`, `reward.novelty`; `repetition.py`) and the brevity
              penalty of a short program (`reward.brevity`; `proposer/complexity.py`), down
              to the duplicate penalty at most
-  duplicate  `reward.proposer_duplicate` (default -0.5): valid, but no new work: the pool
+  duplicate  `reward.proposer_duplicate` (default -1): valid, but no new work: the pool
              held the task, its program copies a reference shown in the prompt, it is
              trivial or a benchmark's program (`stages.store_tasks` decides)
   invalid    `reward.proposer_invalid` (default -0.5): it parsed, but the executor refused it
@@ -27,13 +27,15 @@ The penalties follow AZR's format rewards (-0.5 for a well-formed wrong response
 formatting error). A valid task at p = 0 or p = 1 earns 0 under `azr`: more than an invalid
 one, less than one at the frontier.
 
-A duplicate earns what an invalid task earns, not 0: the references are frontier tasks shown
-in the answer format, so copying one is a valid proposal for no effort. At 0 it would still
-beat every failed attempt, and in the steps where most proposals fail (the start of a
-zero-data run) the group-relative advantage would reward copying over trying. Below the
-refusal's penalty (-0.75) it did not make a 15-step run copy less; at the malformed penalty
-(-1), where a copy never gains a positive advantage from an unreadable proposal in its group,
-two 10-step runs copied less (no new work 49% against 70% of valid proposals; docs/results.md).
+A duplicate earns what an unreadable proposal earns, not 0: the references are frontier
+tasks shown in the answer format, so copying one is a valid proposal for no effort. At 0 it
+would beat every failed attempt, and in the steps where most proposals fail (the start of a
+zero-data run) the group-relative advantage would reward copying over trying. At the
+refusal's penalty (-0.5, the default until measured) a copy grouped with an unreadable
+proposal gained a positive advantage, and runs copied more as they trained; at -0.75 a
+15-step run copied no less; at -1, where a copy never gains a positive advantage, two 10-step
+runs copied less (no new work 49% against 70% of valid proposals) and the 15-step checkpoint
+scored as the -0.5 run's did on CRUXEval (docs/results.md).
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_configured_shape_and_penalties():
 
 def test_a_duplicate_earns_no_learnability():
     frontier = RoleResult("propose", "valid", 0.5, duplicate=True)
-    assert reward(frontier, CONFIG) == CONFIG.reward.proposer_duplicate == -0.5
+    assert reward(frontier, CONFIG) == CONFIG.reward.proposer_duplicate == -1.0
     assert reward(frontier, load(None, ["reward.proposer_duplicate=0"])) == 0.0
     assert proposer(0.5) == 0.5  # the same task, new
 
@@ -74,7 +74,7 @@ def test_a_duplicate_earns_no_learnability():
 def test_penalties_lower_learnability_down_to_the_duplicate_penalty():
     assert reward(RoleResult("propose", "valid", 0.5, penalty=0.2), CONFIG) == 0.3
     assert reward(RoleResult("propose", "valid", 1.0, penalty=0.3), CONFIG) == -0.3
-    assert reward(RoleResult("propose", "valid", 0.5, penalty=2.0), CONFIG) == -0.5
+    assert reward(RoleResult("propose", "valid", 0.5, penalty=2.0), CONFIG) == -1.0
     duplicate = RoleResult("propose", "valid", 0.5, duplicate=True, penalty=0.2)
     assert reward(duplicate, CONFIG) == CONFIG.reward.proposer_duplicate  # a penalty already
     with pytest.raises(ConfigError, match="repetition"):
