@@ -80,7 +80,7 @@ _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
 # use salt k; the programs that induction proposals write inputs for use 101 + k, and their
 # wider second draw 201 + k, so that no two draws share a seed.
-_PROGRAM_SALT, _WIDER_SALT = 101, 100
+_PROGRAM_SALT, _WIDER_OFFSET = 101, 100
 # Candidates per induction proposal in the wider draw, when the first leaves too few programs.
 _INDUCTION_OVERDRAW = 4
 
@@ -156,8 +156,8 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
 
 
 def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
-    """Programs of `n` pool tasks drawn for induction proposals to write inputs for, trivial
-    ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every choice of
+    """Up to `n` distinct programs of pool tasks for induction proposals to write inputs for,
+    trivial ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every choice of
     inputs makes a trivial task, which the proposer, not having written it, cannot help. So
     are programs that already have `curriculum.induction_per_program` induction tasks: drawn
     by the frontier, a few programs would otherwise take the pool (as they did in a measured
@@ -169,7 +169,7 @@ def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     alone left steps with none); a pool with enough programs gives the first draw's."""
     programs = _eligible_programs(run, n, step, salt)
     if len(programs) < n:
-        wider = _eligible_programs(run, n * _INDUCTION_OVERDRAW, step, salt + _WIDER_SALT)
+        wider = _eligible_programs(run, n * _INDUCTION_OVERDRAW, step, salt + _WIDER_OFFSET)
         programs = list(dict.fromkeys(programs + wider))
     return programs[:n]
 

@@ -305,8 +305,8 @@ def test_a_benchmark_program_stays_out_of_the_pool(make_run):
 
 def test_proposals_alike_share_a_repetition_penalty(make_run):
     """R-Zero's batch penalty: two proposals of one shape (constants and names aside) each
-    lose lambda * 2/3 of their learnability, the third lambda * 1/3 (down to the duplicate
-    penalty at most)."""
+    lose lambda * 2/3 of their learnability, the third lambda * 1/3 (down to the penalty
+    floor at most)."""
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.repetition=0.6"])
     proposals = [
         proposed(0, "deduction", TRIPLE, "4", [seed_id]),
@@ -327,7 +327,7 @@ def _triples_induction(group: int):
 
 def test_a_short_program_loses_its_brevity_penalty_graded_by_its_statements(make_run):
     """With a target of 5 statements, a one-line program loses 4/5 of `reward.brevity`, a
-    program of 3 statements 2/5, one of 4 1/5, down to the duplicate penalty at most; an
+    program of 3 statements 2/5, one of 4 1/5, down to the penalty floor at most; an
     induction task, whose program was given, nothing. The step logs the written programs'
     mean statement count and the share with a loop."""
     run, seed_id = make_run(
@@ -351,11 +351,11 @@ def test_a_short_program_loses_its_brevity_penalty_graded_by_its_statements(make
     assert metrics["propose/statements"] == pytest.approx((1 + 3 + 4) / 3)
     assert metrics["propose/loop_share"] == pytest.approx(1 / 3)
 
-    # a heavy weight stops at the duplicate penalty
+    # a heavy weight stops at what a refused proposal earns (more than a copy's -1)
     run, seed_id = make_run(["selfplay.solver_tasks=1", "reward.brevity=2"])
     _, _, rollouts, _ = one_step(run, [proposed(0, "deduction", TRIPLE, "4", [seed_id])])
     assert [r.reward for r in rollouts if r.role == "propose"] == [
-        run.config.reward.proposer_duplicate
+        run.config.reward.proposer_invalid
     ]
 
 

@@ -153,7 +153,8 @@ class RewardConfig(Checked):
         0.0,
         "brevity penalty: a new deduction or abduction task whose functions have s statements, "
         "fewer than reward.brevity_statements, loses this times (1 - s / brevity_statements), "
-        "down to the duplicate penalty (its usable range: selfplay/proposer/complexity.py)",
+        "down to what a copy or a refusal earns (its usable range: "
+        "selfplay/proposer/complexity.py)",
     )
     brevity_statements: int = knob(
         4, "the statement count from which the brevity penalty is 0 (CRUXEval's median: 4)"

@@ -23,10 +23,11 @@ that already show longer programs (a seeded pool), or a penalty graded by the co
 deduction or abduction task whose functions have s < `reward.brevity_statements` statements
 has `reward.brevity` * (1 - s / target) taken off its learnability (`stages.reward`), so that
 among new tasks solved alike a longer program earns more, and the one-line variants a run
-starts from are still valid. Like every penalty it stops at the duplicate penalty: the
-gradient between lengths holds while `reward.brevity` * (1 - 1 / target), plus the repetition
-and novelty penalties, stays below the gap between learnability and that penalty (0.5 for a
-task every answer solves, at the defaults); with `reward.brevity` 0.5 and the target 4, a
+starts from are still valid. Like every penalty it stops at the penalty floor (what a copy or
+a refusal earns, whichever is more; `rewards.penalty_floor`): the gradient between lengths
+holds while `reward.brevity` * (1 - 1 / target), plus the repetition and novelty penalties,
+stays below the gap between learnability and that floor (0.5 for a task every answer solves,
+at the defaults); with `reward.brevity` 0.5 and the target 4, a
 one-liner loses 0.375. Padding (`y = x; return y`) counts as a statement here too: the
 run's `propose/loop_share` says whether longer programs also do more. `loops(program)` says
 whether a function of it has a loop or a comprehension (58% of CRUXEval's programs).

@@ -20,10 +20,10 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    but wrong, `reward.solver_malformed` (-1) if unreadable. Proposals: the learnability
    `reward.learnability` of p if valid and new (AZR's: 1 - p, and 0 at p in {0, 1}), less
    the repetition and novelty penalties (`reward.repetition`, `reward.novelty`; `repetition`),
-   down to the duplicate penalty; `reward.proposer_duplicate` (-1) if valid but no new work
-   (already in the pool, a copy of a reference shown, trivial, or a benchmark's program),
-   `reward.proposer_invalid` (-0.5) if the executor refused it, `reward.proposer_malformed`
-   (-1) if unreadable.
+   down to the higher of the duplicate and invalid penalties; `reward.proposer_duplicate`
+   (-1) if valid but no new work (already in the pool, a copy of a reference shown, trivial,
+   or a benchmark's program), `reward.proposer_invalid` (-0.5) if the executor refused it,
+   `reward.proposer_malformed` (-1) if unreadable.
 6. Advantages (`advantages`, `trainer.advantage`). trr++ (default): A = (r - mean) / (std +
    1e-6) within each (role, task type) group of the step's samples; grpo: within the samples
    of one prompt; reinforce++: within the whole batch. A group whose rewards are all equal
@@ -65,9 +65,9 @@ How it departs from the papers:
     here one model plays both roles; R-Zero's shape is `reward.learnability: rzero_peak` or
     `rzero_band`. Its repetition penalty (`reward.repetition`) clusters programs by the
     token Jaccard of their shape rather than questions by BLEU, and takes the penalty down to
-    the duplicate penalty rather than to 0. Exact repeats, copies of a reference shown,
-    trivial tasks (`selfplay.trivial`) and benchmark programs are no new work: they earn
-    `reward.proposer_duplicate` and stay out of the pool.
+    the penalty floor (what a copy or a refusal earns) rather than to 0. Exact repeats,
+    copies of a reference shown, trivial tasks (`selfplay.trivial`) and benchmark programs
+    are no new work: they earn `reward.proposer_duplicate` and stay out of the pool.
   * TraPO's semi-supervised setting lives in the curriculum store, not in the loss: labeled
     tasks (`seed.labeled`) join solver batches at `curriculum.labeled_ratio`, and with
     `curriculum.selection: trapo` self-proposed tasks are admitted by how well their solve-rate

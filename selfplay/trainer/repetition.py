@@ -18,8 +18,9 @@ up) loses `reward.novelty` * (s - t) / (1 - t), with s its largest similarity to
 `reward.repetition_similarity`: a variant of a pool program that changes one operator is
 near 1, an unrelated program 0.
 
-Both are taken off a new task's learnability, down to the duplicate penalty at most: a
-near-copy never earns less than a copy, and a proposal that is different earns more than one
+Both are taken off a new task's learnability, down to the penalty floor at most (what a copy
+or a refusal earns, whichever is more; `rewards.penalty_floor`): a near-copy never earns less
+than a copy, and a proposal that is different earns more than one
 alike even where both are too easy or too hard to earn learnability (R-Zero clips at 0, which
 leaves no gradient between them there).
 """

@@ -16,7 +16,8 @@ Proposer (one proposed task, after the solver attempted it `selfplay.attempts` t
              less `penalty`: R-Zero's batch repetition penalty and the novelty penalty
              (`reward.repetition`, `reward.novelty`; `repetition.py`) and the brevity
              penalty of a short program (`reward.brevity`; `proposer/complexity.py`), down
-             to the duplicate penalty at most
+             to the penalty floor at most: the higher of the duplicate and invalid
+             penalties, so that new work never earns less than a copy or a refusal
   duplicate  `reward.proposer_duplicate` (default -1): valid, but no new work: the pool
              held the task, its program copies a reference shown in the prompt, it is
              trivial or a benchmark's program (`stages.store_tasks` decides)
@@ -33,9 +34,10 @@ would beat every failed attempt, and in the steps where most proposals fail (the
 zero-data run) the group-relative advantage would reward copying over trying. At the
 refusal's penalty (-0.5, the default until measured) a copy grouped with an unreadable
 proposal gained a positive advantage, and runs copied more as they trained; at -0.75 a
-15-step run copied no less; at -1, where a copy never gains a positive advantage, two 10-step
-runs copied less (no new work 49% against 70% of valid proposals) and the 15-step checkpoint
-scored as the -0.5 run's did on CRUXEval (docs/results.md).
+15-step run copied no less; at -1, where a copy never gains a positive advantage, two 15-step
+runs (seeds 0 and 1) copied less (no new work 45% against 69% of valid proposals over steps
+5-15), and their checkpoints were not significantly below the base on CRUXEval-O, and no
+worse than the -0.5 runs' on either CRUXEval set (docs/results.md).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import numpy as np
 from selfplay.curriculum.sampler import SHAPES
 from selfplay.types import AnswerOutcome, ProposalOutcome, Role
 
-__all__ = ["RoleResult", "REWARDS", "reward", "learnability"]
+__all__ = ["RoleResult", "REWARDS", "reward", "learnability", "penalty_floor"]
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,15 @@ def proposer_reward(result: RoleResult, config) -> float:
         raise ValueError("a valid proposal's reward needs the solver's solve rate")
     reward = learnability(cfg.learnability, result.solve_rate, config)
     if result.penalty:
-        return max(cfg.proposer_duplicate, reward - result.penalty)
+        return max(penalty_floor(cfg), reward - result.penalty)
     return reward
+
+
+def penalty_floor(cfg) -> float:
+    """The least a new, valid task earns after its penalties: what a copy or a refused
+    proposal earns, whichever is more (with a copy at -1, a repetitive new task must not
+    earn less than a program the executor refuses)."""
+    return max(cfg.proposer_duplicate, cfg.proposer_invalid)
 
 
 REWARDS: dict[str, Callable[[RoleResult, object], float]] = {

@@ -71,10 +71,14 @@ def test_a_duplicate_earns_no_learnability():
     assert proposer(0.5) == 0.5  # the same task, new
 
 
-def test_penalties_lower_learnability_down_to_the_duplicate_penalty():
+def test_penalties_lower_learnability_down_to_what_a_copy_or_a_refusal_earns():
     assert reward(RoleResult("propose", "valid", 0.5, penalty=0.2), CONFIG) == 0.3
     assert reward(RoleResult("propose", "valid", 1.0, penalty=0.3), CONFIG) == -0.3
-    assert reward(RoleResult("propose", "valid", 0.5, penalty=2.0), CONFIG) == -1.0
+    # a copy earns -1, a refusal -0.5: new work never earns less than a refused program
+    floor = CONFIG.reward.proposer_invalid
+    assert reward(RoleResult("propose", "valid", 0.5, penalty=2.0), CONFIG) == floor == -0.5
+    equal = load(None, ["reward.proposer_duplicate=-0.25"])  # a copy above a refusal
+    assert reward(RoleResult("propose", "valid", 0.5, penalty=2.0), equal) == -0.25
     duplicate = RoleResult("propose", "valid", 0.5, duplicate=True, penalty=0.2)
     assert reward(duplicate, CONFIG) == CONFIG.reward.proposer_duplicate  # a penalty already
     with pytest.raises(ConfigError, match="repetition"):
