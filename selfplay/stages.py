@@ -157,11 +157,12 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
 
 def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
     """Up to `n` distinct programs of pool tasks for induction proposals to write inputs for,
-    trivial ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every choice of
-    inputs makes a trivial task, which the proposer, not having written it, cannot help. So
-    are programs that already have `curriculum.induction_per_program` induction tasks: drawn
-    by the frontier, a few programs would otherwise take the pool (as they did in a measured
-    run, docs/results.md: induction tasks on 2 programs, told apart by their message).
+    trivial ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every
+    choice of inputs makes a trivial task, which the proposer, not having written it, cannot
+    help. So are programs that already have `curriculum.induction_per_program` induction
+    tasks: drawn by the frontier, a few programs would otherwise take the pool (as they did in
+    a measured run, docs/results.md: induction tasks on 2 programs, told apart by their
+    message).
 
     When the draw of `n` leaves fewer than `n` programs, a second, wider draw of
     `_INDUCTION_OVERDRAW` times `n` candidate tasks fills the rest, so that a pool where most
