@@ -2,10 +2,21 @@
 
     .venv/bin/python scripts/compare_runs.py store/cmp-semi store/cmp-zero
     .venv/bin/python scripts/compare_runs.py store/a store/b --metric solve/accuracy --json
+    .venv/bin/python scripts/compare_runs.py --proposals 5 15 \
+        results/learn-seeded results/learn-dupmal \
+        results/learn-seeded-seed1 results/learn-dupmal-seed1
 
 Prints one table per metric (a row per step that logged it, a column per run; `.` where a run
 has no value) and, with `--json`, the same numbers as one JSON object: {metric: {run: {step:
 value}}}, plus each run's totals of counted metrics (proposals, valid, new tasks).
+
+With `--proposals LO HI` it counts instead, over steps LO-HI of each run, the proposals, the
+valid ones, the new tasks and the valid proposals that were no new work, in all and per kind
+(each step's share times its valid proposals, rounded); the runs are read as pairs (a baseline,
+then the changed run: one seed each), and each pair gets Fisher's exact test (two-sided) on
+the no-new-work and copy counts against the valid proposals; more than one pair also gets the
+Cochran-Mantel-Haenszel test stratified by pair (continuity-corrected, one degree of freedom).
+These are the figures of docs/results.md on a run's proposals.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from selfplay.trainer.metrics import read_metrics  # noqa: E402
+from selfplay.types import NO_NEW_WORK  # noqa: E402
 
 CURVES = (
     "propose/valid_rate/deduction",
@@ -70,6 +82,72 @@ def totals(folders: list[Path]) -> dict:
     }
 
 
+def proposal_counts(folder: Path, lo: int, hi: int) -> dict[str, int]:
+    """Steps lo-hi of a run: proposals, valid, new tasks, and the valid proposals that were
+    no new work (`no_new_work`) and of each kind (`repeat`, `copy`, ...)."""
+    rows = [
+        m
+        for m in read_metrics(folder)
+        if lo <= m.get("step", -1) <= hi and _number(m.get("propose/valid"))
+    ]
+    out = {k.split("/")[-1]: round(sum(r.get(k, 0.0) for r in rows)) for k in COUNTS}
+    for kind in ("duplicate", *NO_NEW_WORK):
+        key = f"propose/{kind}_share"
+        count = sum(round(r["propose/valid"] * r[key]) for r in rows if _number(r.get(key)))
+        out["no_new_work" if kind == "duplicate" else kind] = count
+    return out
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> float:
+    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]]: the
+    hypergeometric probability of every table with the same margins at most as likely as
+    this one."""
+    row, col, n = a + b, a + c, a + b + c + d
+
+    def prob(x: int) -> float:
+        return math.comb(row, x) * math.comb(n - row, col - x) / math.comb(n, col)
+
+    seen = prob(a)
+    tables = range(max(0, col - (n - row)), min(row, col) + 1)
+    return min(1.0, sum(p for x in tables if (p := prob(x)) <= seen * (1 + 1e-7)))
+
+
+def cmh(strata: list[tuple[int, int, int, int]]) -> float:
+    """p-value of the Cochran-Mantel-Haenszel test over 2x2 tables [[a, b], [c, d]] (one per
+    stratum): sum(a - E[a]) against its variance under no association, continuity-corrected,
+    chi-square with one degree of freedom."""
+    diff = var = 0.0
+    for a, b, c, d in strata:
+        row, col, n = a + b, a + c, a + b + c + d
+        diff += a - row * col / n
+        var += row * (c + d) * col * (b + d) / (n * n * (n - 1))
+    if var == 0:
+        return 1.0
+    chi2 = max(0.0, abs(diff) - 0.5) ** 2 / var
+    return math.erfc(math.sqrt(chi2 / 2))
+
+
+def proposal_tests(counts: list[dict], kinds=("no_new_work", "copy")) -> dict:
+    """Per pair of runs (baseline, changed) Fisher's p on each kind against the valid
+    proposals, and over all pairs the Cochran-Mantel-Haenszel p."""
+    pairs = list(zip(counts[::2], counts[1::2], strict=True))
+    out: dict = {"fisher": [], "cmh": {}}
+    for base, changed in pairs:
+        out["fisher"].append({k: fisher_exact(*_table(changed, base, k)) for k in kinds})
+    if len(pairs) > 1:
+        out["cmh"] = {k: cmh([_table(c, b, k) for b, c in pairs]) for k in kinds}
+    return out
+
+
+def _table(changed: dict, base: dict, kind: str) -> tuple[int, int, int, int]:
+    return (
+        changed[kind],
+        changed["valid"] - changed[kind],
+        base[kind],
+        base["valid"] - base[kind],
+    )
+
+
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not math.isnan(value)
 
@@ -90,10 +168,19 @@ def main(argv=None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (with metrics.jsonl)")
     parser.add_argument("--metric", nargs="+", help="metrics to show (default: the curves)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument(
+        "--proposals",
+        nargs=2,
+        type=int,
+        metavar=("LO", "HI"),
+        help="count proposals over steps LO-HI; runs in pairs (baseline, changed) are tested",
+    )
     args = parser.parse_args(argv)
     missing = [str(f) for f in args.runs if not (f / "metrics.jsonl").is_file()]
     if missing:
         parser.error(f"no metrics.jsonl in {', '.join(missing)}")
+    if args.proposals:
+        return _print_proposals(args.runs, *args.proposals, as_json=args.json)
     table = curves(args.runs, tuple(args.metric or CURVES))
     if args.json:
         print(json.dumps({"curves": table, "totals": totals(args.runs)}, indent=1))
@@ -102,6 +189,32 @@ def main(argv=None) -> int:
     print("\ntotals over the steps")
     for run, sums in totals(args.runs).items():
         print(f"  {run}: " + ", ".join(f"{k.split('/')[-1]} {v:g}" for k, v in sums.items()))
+    return 0
+
+
+def _print_proposals(folders: list[Path], lo: int, hi: int, as_json: bool) -> int:
+    counts = [proposal_counts(f, lo, hi) for f in folders]
+    tests = proposal_tests(counts) if len(counts) % 2 == 0 else None
+    if as_json:
+        runs = {str(f): c for f, c in zip(folders, counts, strict=True)}
+        print(json.dumps({"steps": [lo, hi], "runs": runs, "tests": tests}, indent=1))
+        return 0
+    for f, c in zip(folders, counts, strict=True):
+        share = c["no_new_work"] / c["valid"] if c["valid"] else math.nan
+        kinds = ", ".join(f"{k} {c[k]}" for k in NO_NEW_WORK)
+        print(
+            f"{f}: steps {lo}-{hi}: proposals {c['proposals']}, valid {c['valid']}, new tasks "
+            f"{c['new_tasks']}, no new work {c['no_new_work']} ({share:.0%}; {kinds})"
+        )
+    if tests is None:
+        print("(an odd number of runs: no pairs to test)")
+        return 0
+    for k, p in enumerate(tests["fisher"]):
+        pair = f"{folders[2 * k]} -> {folders[2 * k + 1]}"
+        print(f"Fisher, {pair}: " + ", ".join(f"{n} p = {v:.2g}" for n, v in p.items()))
+    if tests["cmh"]:
+        cmh_p = ", ".join(f"{n} p = {v:.2g}" for n, v in tests["cmh"].items())
+        print(f"CMH over the pairs: {cmh_p}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""scripts/compare_runs.py: curves of several runs side by side from their metrics.jsonl."""
+"""scripts/compare_runs.py: runs' curves side by side; their proposals counted and tested."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "compare_runs.py"
 
@@ -50,3 +52,81 @@ def test_a_folder_without_metrics_is_refused(tmp_path):
         [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True
     )
     assert result.returncode == 2 and "no metrics.jsonl" in result.stderr
+
+
+def _script_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fisher_and_cmh_agree_with_their_textbook_values():
+    script = _script_module()
+    # the lady tasting tea: tables with 3 right of 4 and all 4 right, either way, 34 of 70
+    assert script.fisher_exact(3, 1, 1, 3) == pytest.approx(34 / 70)
+    assert script.fisher_exact(4, 0, 0, 4) == pytest.approx(2 / 70)
+    assert script.fisher_exact(2, 2, 2, 2) == pytest.approx(1.0)
+    # one stratum: the CMH statistic is Yates' chi-square times (n - 1) / n
+    a, b, c, d = 10, 20, 25, 15
+    n = a + b + c + d
+    yates = n * (abs(a * d - b * c) - n / 2) ** 2 / ((a + b) * (c + d) * (a + c) * (b + d))
+    chi2 = yates * (n - 1) / n
+    assert script.cmh([(a, b, c, d)]) == pytest.approx(math.erfc(math.sqrt(chi2 / 2)))
+    # two strata that point the same way are stronger together than either alone
+    both = script.cmh([(a, b, c, d), (a, b, c, d)])
+    assert both < script.cmh([(a, b, c, d)])
+
+
+def test_proposal_counts_over_steps_and_tests_in_pairs(tmp_path):
+    def step(k, valid, dup, copy):
+        return {
+            "step": k,
+            "propose/proposals": 12,
+            "propose/valid": valid,
+            "propose/new_tasks": valid - round(valid * dup),
+            "propose/duplicate_share": dup,
+            "propose/copy_share": copy,
+            "propose/repeat_share": dup - copy,
+            "propose/trivial_share": 0.0,
+            "propose/contaminated_share": 0.0,
+        }
+
+    runs = [
+        write_run(tmp_path / f"{name}{seed}", [step(k, 8, dup, copy) for k in range(1, 7)])
+        for seed in (0, 1)
+        for name, dup, copy in (("base", 0.75, 0.5), ("changed", 0.25, 0.125))
+    ]
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--proposals", "2", "5", *map(str, runs), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    base = out["runs"][str(runs[0])]
+    assert base == {
+        "proposals": 48,
+        "valid": 32,
+        "new_tasks": 8,
+        "no_new_work": 24,
+        "repeat": 8,
+        "copy": 16,
+        "trivial": 0,
+        "contaminated": 0,
+    }  # steps 2-5 only: 4 steps of 8 valid, 6 of them no new work
+    changed = out["runs"][str(runs[1])]
+    assert changed["no_new_work"] == 8 and changed["copy"] == 4
+    script = _script_module()
+    assert out["tests"]["fisher"][0]["no_new_work"] == pytest.approx(
+        script.fisher_exact(8, 24, 24, 8)
+    )
+    assert out["tests"]["cmh"]["no_new_work"] < out["tests"]["fisher"][0]["no_new_work"]
+    text = subprocess.run(
+        [sys.executable, str(SCRIPT), "--proposals", "2", "5", *map(str, runs)],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "no new work 24 (75%; repeat 8, copy 16" in text and "CMH over the pairs" in text
