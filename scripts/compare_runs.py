@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from selfplay.eval.paired import cmh, fisher_exact  # noqa: E402
 from selfplay.trainer.metrics import read_metrics  # noqa: E402
 from selfplay.types import NO_NEW_WORK  # noqa: E402
 
@@ -96,35 +97,6 @@ def proposal_counts(folder: Path, lo: int, hi: int) -> dict[str, int]:
         count = sum(round(r["propose/valid"] * r[key]) for r in rows if _number(r.get(key)))
         out["no_new_work" if kind == "duplicate" else kind] = count
     return out
-
-
-def fisher_exact(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided p-value of Fisher's exact test on the table [[a, b], [c, d]]: the
-    hypergeometric probability of every table with the same margins at most as likely as
-    this one."""
-    row, col, n = a + b, a + c, a + b + c + d
-
-    def prob(x: int) -> float:
-        return math.comb(row, x) * math.comb(n - row, col - x) / math.comb(n, col)
-
-    seen = prob(a)
-    tables = range(max(0, col - (n - row)), min(row, col) + 1)
-    return min(1.0, sum(p for x in tables if (p := prob(x)) <= seen * (1 + 1e-7)))
-
-
-def cmh(strata: list[tuple[int, int, int, int]]) -> float:
-    """p-value of the Cochran-Mantel-Haenszel test over 2x2 tables [[a, b], [c, d]] (one per
-    stratum): sum(a - E[a]) against its variance under no association, continuity-corrected,
-    chi-square with one degree of freedom."""
-    diff = var = 0.0
-    for a, b, c, d in strata:
-        row, col, n = a + b, a + c, a + b + c + d
-        diff += a - row * col / n
-        var += row * (c + d) * col * (b + d) / (n * n * (n - 1))
-    if var == 0:
-        return 1.0
-    chi2 = max(0.0, abs(diff) - 0.5) ** 2 / var
-    return math.erfc(math.sqrt(chi2 / 2))
 
 
 def proposal_tests(counts: list[dict], kinds=("no_new_work", "copy")) -> dict:

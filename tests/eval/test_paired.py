@@ -1,8 +1,11 @@
-"""The exact McNemar test and the Wilson interval against values worked out by hand."""
+"""The exact McNemar test, the Wilson interval, Fisher's and the CMH test against values worked
+out by hand."""
+
+import math
 
 import pytest
 
-from selfplay.eval.paired import mcnemar_exact, wilson
+from selfplay.eval.paired import cmh, fisher_exact, mcnemar_exact, wilson
 
 
 def test_only_discordant_pairs_count():
@@ -34,3 +37,19 @@ def test_the_wilson_interval():
     low, high = wilson(10, 10)
     assert high == 1.0 and low == pytest.approx(10 / 13.8416)
     assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_fisher_and_cmh_agree_with_their_textbook_values():
+    # the lady tasting tea: tables with 3 right of 4 and all 4 right, either way, 34 of 70
+    assert fisher_exact(3, 1, 1, 3) == pytest.approx(34 / 70)
+    assert fisher_exact(4, 0, 0, 4) == pytest.approx(2 / 70)
+    assert fisher_exact(2, 2, 2, 2) == pytest.approx(1.0)
+    # one stratum: the CMH statistic is Yates' chi-square times (n - 1) / n
+    a, b, c, d = 10, 20, 25, 15
+    n = a + b + c + d
+    yates = n * (abs(a * d - b * c) - n / 2) ** 2 / ((a + b) * (c + d) * (a + c) * (b + d))
+    chi2 = yates * (n - 1) / n
+    assert cmh([(a, b, c, d)]) == pytest.approx(math.erfc(math.sqrt(chi2 / 2)))
+    # two strata that point the same way are stronger together than either alone
+    both = cmh([(a, b, c, d), (a, b, c, d)])
+    assert both < cmh([(a, b, c, d)])
