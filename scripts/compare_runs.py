@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from selfplay.eval.paired import cmh, fisher_exact  # noqa: E402
+from selfplay.eval.report import no_new_work_counts  # noqa: E402
 from selfplay.trainer.metrics import read_metrics  # noqa: E402
 from selfplay.types import NO_NEW_WORK  # noqa: E402
 
@@ -92,10 +93,7 @@ def proposal_counts(folder: Path, lo: int, hi: int) -> dict[str, int]:
         if lo <= m.get("step", -1) <= hi and _number(m.get("propose/valid"))
     ]
     out = {k.split("/")[-1]: round(sum(r.get(k, 0.0) for r in rows)) for k in COUNTS}
-    for kind in ("duplicate", *NO_NEW_WORK):
-        key = f"propose/{kind}_share"
-        count = sum(round(r["propose/valid"] * r[key]) for r in rows if _number(r.get(key)))
-        out["no_new_work" if kind == "duplicate" else kind] = count
+    out.update({name: round(count) for name, (count, _) in no_new_work_counts(rows).items()})
     return out
 
 

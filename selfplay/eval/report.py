@@ -122,10 +122,19 @@ def _proposals(rows: list[dict]) -> dict:
 
 def _no_new_work(rows: list[dict]) -> dict:
     """Over `rows` (the steps from `_SETTLED` on): the valid proposals, and the share of them
-    that were no new work, in all and per kind (each step's shares weighted by its valid
-    proposals)."""
+    that were no new work, in all and per kind."""
     valid = sum(r.get("propose/valid", 0) for r in rows)
     out: dict = {"steps": [rows[0]["step"], rows[-1]["step"]] if rows else [], "valid": valid}
+    for name, (count, weight) in no_new_work_counts(rows).items():
+        out["all" if name == "no_new_work" else name] = round(count / weight, 4) if weight else None
+    return out
+
+
+def no_new_work_counts(rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """Over metric rows (one per step): for no new work in all (`no_new_work`) and for each
+    kind (`repeat`, `copy`, ...), the valid proposals that were it (each step's share times its
+    valid proposals) and the valid proposals of the steps that logged the share."""
+    out = {}
     for kind in ("duplicate", *NO_NEW_WORK):
         key = f"propose/{kind}_share"
         weighted = [
@@ -133,9 +142,8 @@ def _no_new_work(rows: list[dict]) -> dict:
             for r in rows
             if isinstance(r.get(key), int | float) and r[key] == r[key]  # not NaN
         ]
-        name = "all" if kind == "duplicate" else kind
-        weight = sum(n for n, _ in weighted)
-        out[name] = round(sum(n * x for n, x in weighted) / weight, 4) if weight else None
+        name = "no_new_work" if kind == "duplicate" else kind
+        out[name] = (sum(n * x for n, x in weighted), sum(n for n, _ in weighted))
     return out
 
 
