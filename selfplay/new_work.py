@@ -45,7 +45,10 @@ def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]
     if not run.config.curriculum.keep_trivial:
         rest = [k for k in valid if k not in why]
         tasks = [valid[k].task for k in rest]
-        found = run.ranks.map(lambda part, _: trivial_reasons(run.executor, part), tasks)
+        stock = run.config.curriculum.refuse_stock_inputs
+        found = run.ranks.map(
+            lambda part, _: trivial_reasons(run.executor, part, stock=stock), tasks
+        )
         why.update(
             {k: f"trivial:{reason}" for k, reason in zip(rest, found, strict=True) if reason}
         )

@@ -94,6 +94,7 @@ def _seed(run: Run, step: int, stage: int) -> int:
 
 def propose(run: Run, step: int) -> tuple[Proposed, ...]:
     cfg = run.config
+    refuse_stock = cfg.curriculum.refuse_stock_inputs and not cfg.curriculum.keep_trivial
     prompts, meta = [], []
     for salt, task_type in enumerate(cfg.selfplay.task_types):
         n = cfg.selfplay.proposals
@@ -117,6 +118,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
                     programs[k],
                     refuse_trivial=not cfg.curriculum.keep_trivial,
                     topic=topic,
+                    refuse_stock=refuse_stock,
                 )
             )
             meta.append((task_type, tuple(r.id for r in refs), programs[k]))

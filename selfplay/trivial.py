@@ -19,6 +19,11 @@ A proposed task is trivial (`trivial_reasons`) when it is no work for a solver:
     constant       its output does not move with its input: every probe input (the given input
                    with one argument changed, `probe_inputs`) that runs gives the same output;
                    an induction task, when all of its outputs are equal
+    stock_input    (abduction, with `stock=True`) a stock input, one a solver could give
+                   without reading the output, gives its output: `stock_inputs`, the given
+                   input with every argument replaced by a common value of its type (0 to 5,
+                   10, 'abc', [1, 2, 3], ['a', 'b', 'c'], ...). Paying for such a task pays
+                   for guessing: a run that did learned to answer CRUXEval-I with a stock list
 
 The curriculum keeps trivial proposals out of the pool and pays them the duplicate penalty
 (`stages.store_tasks`). Every judgement runs in the sandbox (the executor): the trusted side
@@ -28,12 +33,20 @@ only parses the literal inputs it already normalised to build the probes.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 
 from selfplay.types import Task
 
-__all__ = ["MIN_PROBES", "copy_solves", "ignores_input", "probe_inputs", "trivial_reasons"]
+__all__ = [
+    "MIN_PROBES",
+    "copy_solves",
+    "ignores_input",
+    "probe_inputs",
+    "stock_inputs",
+    "trivial_reasons",
+]
 
 # The copy answer of a deduction task, computed in the sandbox: the value of the one argument.
 _ONE_ARGUMENT = (
@@ -44,6 +57,19 @@ _ONE_ARGUMENT = (
 )
 PROBES = 6  # probe inputs run per deduction or abduction task
 MIN_PROBES = 2  # a task is constant only if at least this many probes ran
+STOCK_INPUTS = 48  # most stock inputs run per abduction task
+
+# Common values of each type: what a solver that does not read a task's output would answer.
+_STOCK: dict[type, tuple] = {
+    bool: (True, False),
+    int: (0, 1, 2, 3, 4, 5, 10, -1),
+    float: (0.0, 1.0, 0.5, 2.0),
+    str: ("", "a", "abc", "hello", "Hello World", "hello world", "racecar", "123"),
+    list: ([], [1, 2, 3], ["a", "b", "c"], [1, 2, 3, 4, 5], [0], [1], [3, 2, 1]),
+    tuple: ((), (1, 2, 3), ("a", "b", "c"), (1, 2)),
+    dict: ({}, {"a": 1}, {"a": 1, "b": 2}),
+    set: (set(), {1, 2, 3}),
+}
 
 
 def copy_solves(executor, tasks: Sequence[Task], inputs: str = "literal") -> list[bool]:
@@ -107,14 +133,10 @@ def probe_inputs(text: str, count: int = PROBES) -> list[str]:
     it) with one argument changed each: an int moved, a string lengthened, shortened or
     reversed, a container with an item dropped or added, a bool flipped. The first change of
     every argument comes before the second of any, so that each argument is probed."""
-    try:
-        call = ast.parse(f"f({text}\n)", mode="eval").body
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+    parsed = _arguments(text)
+    if parsed is None:
         return []
-    if any(k is None for k in kwargs):
-        return []
+    args, kwargs = parsed
     slots = [("arg", i) for i in range(len(args))] + [("kw", k) for k in kwargs]
     changes = [list(_variants(args[key] if kind == "arg" else kwargs[key])) for kind, key in slots]
     probes: list[str] = []
@@ -131,6 +153,44 @@ def probe_inputs(text: str, count: int = PROBES) -> list[str]:
             if probe is not None and probe != text and probe not in probes:
                 probes.append(probe)
     return probes
+
+
+def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
+    """Up to `count` inputs of the shape of `text` (a literal argument list, as the executor
+    normalised it) made of stock values: every argument replaced by a common value of its type
+    (`_STOCK`), in every combination (fewer values per argument where there are several, so
+    that at most `count` are made). An argument of another type (None, a frozenset) keeps its
+    value. The given input itself is one of them when all its values are stock ones."""
+    parsed = _arguments(text)
+    if parsed is None:
+        return []
+    args, kwargs = parsed
+    values = [*args, *kwargs.values()]
+    if not values:
+        return []
+    per = max(2, int(count ** (1 / len(values)) + 1e-9))
+    choices = [_STOCK.get(type(v), (v,))[:per] for v in values]
+    made: list[str] = []
+    for combo in itertools.product(*choices):
+        if len(made) >= count:
+            break
+        text_ = _text(list(combo[: len(args)]), dict(zip(kwargs, combo[len(args) :], strict=True)))
+        if text_ is not None and text_ not in made:
+            made.append(text_)
+    return made
+
+
+def _arguments(text: str) -> tuple[list, dict] | None:
+    """The positional and keyword values of a literal argument list; None where it is not one."""
+    try:
+        call = ast.parse(f"f({text}\n)", mode="eval").body
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+    if any(k is None for k in kwargs):
+        return None
+    return args, kwargs
 
 
 def _variants(value) -> Iterator:
@@ -168,24 +228,22 @@ def _text(args: list, kwargs: dict) -> str | None:
     return text
 
 
-def trivial_reasons(executor, tasks: Sequence[Task]) -> list[str]:
-    """Per task, why it is trivial (`copy`, `ignores_input`, `constant`; see the module doc),
-    or "" when it is not. Three executor calls for the whole batch; math tasks are never
-    trivial here (their program takes no input)."""
+def trivial_reasons(executor, tasks: Sequence[Task], stock: bool = False) -> list[str]:
+    """Per task, why it is trivial (`copy`, `ignores_input`, `constant`, with `stock` also
+    `stock_input`; see the module doc), or "" when it is not. Three executor calls for the
+    whole batch (four with `stock`); math tasks are never trivial here (their program takes
+    no input)."""
     copies = copy_solves(executor, tasks)
-    probed = [
-        (i, probe)
-        for i, t in enumerate(tasks)
-        if t.type in ("deduction", "abduction")
-        for probe in probe_inputs(t.input)
-    ]
-    verdicts = executor.validate([(tasks[i].program, p) for i, p in probed]) if probed else []
-    outputs: list[list[str]] = [[] for _ in tasks]
-    for (i, _), verdict in zip(probed, verdicts, strict=True):
-        if verdict.ok:
-            outputs[i].append(verdict.output)
+    outputs = _outputs(executor, tasks, probe_inputs)
+    guessed = [False] * len(tasks)
+    if stock:
+        abduction = [t if t.type == "abduction" else None for t in tasks]
+        for i, (task, own) in enumerate(
+            zip(tasks, _outputs(executor, abduction, stock_inputs), strict=True)
+        ):
+            guessed[i] = task.type == "abduction" and task.output in own
     reasons = []
-    for task, copy, own in zip(tasks, copies, outputs, strict=True):
+    for task, copy, own, guess in zip(tasks, copies, outputs, guessed, strict=True):
         if task.type == "math":
             reasons.append("")
         elif copy:
@@ -196,6 +254,25 @@ def trivial_reasons(executor, tasks: Sequence[Task]) -> list[str]:
             reasons.append("constant" if len(set(task.outputs)) == 1 else "")
         elif len(own) >= MIN_PROBES and all(o == task.output for o in own):
             reasons.append("constant")
+        elif guess:
+            reasons.append("stock_input")
         else:
             reasons.append("")
     return reasons
+
+
+def _outputs(executor, tasks: Sequence[Task | None], inputs_like) -> list[list[str]]:
+    """Per deduction or abduction task (None: skipped), the outputs its program gives on the
+    inputs `inputs_like(task.input)` that run, from one executor call."""
+    cases = [
+        (i, text)
+        for i, t in enumerate(tasks)
+        if t is not None and t.type in ("deduction", "abduction")
+        for text in inputs_like(t.input)
+    ]
+    verdicts = executor.validate([(tasks[i].program, text) for i, text in cases]) if cases else []
+    outputs: list[list[str]] = [[] for _ in tasks]
+    for (i, _), verdict in zip(cases, verdicts, strict=True):
+        if verdict.ok:
+            outputs[i].append(verdict.output)
+    return outputs

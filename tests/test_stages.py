@@ -285,6 +285,28 @@ def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
     assert [s.duplicate for s in stored] == [False] * 4 and len(kept.store) == 5
 
 
+def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run):
+    """With `curriculum.refuse_stock_inputs` an abduction task that a stock input solves is
+    trivial (`trivial:stock_input`): the duplicate penalty, no pool; by default it is new work."""
+    for overrides, expected in [
+        (["curriculum.refuse_stock_inputs=true"], ["trivial:stock_input", "", ""]),
+        ([], ["", "", ""]),
+    ]:
+        run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
+        proposals = [
+            proposed(0, "abduction", TRIPLE, "4", [seed_id]),  # 4 is a stock input
+            proposed(1, "abduction", TRIPLE, "37", [seed_id]),
+            proposed(2, "deduction", TRIPLE, "4", [seed_id]),
+        ]
+        stored, _, rollouts, metrics = one_step(run, proposals)
+        assert [s.no_new_work for s in stored] == expected
+        refused = [why != "" for why in expected]
+        assert [s.task_id is None for s in stored] == refused
+        rewards = [r.reward for r in rollouts if r.role == "propose"]
+        assert [r == run.config.reward.proposer_duplicate for r in rewards] == refused
+        assert metrics["propose/trivial_share"] == pytest.approx(sum(refused) / 3)
+
+
 def test_a_benchmark_program_stays_out_of_the_pool(make_run):
     from selfplay.datasets.contamination import BenchmarkPrograms, normalise
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from selfplay.trivial import copy_solves, ignores_input, probe_inputs, trivial_reasons
+from selfplay.trivial import (
+    STOCK_INPUTS,
+    copy_solves,
+    ignores_input,
+    probe_inputs,
+    stock_inputs,
+    trivial_reasons,
+)
 from selfplay.types import Task
 
 
@@ -113,6 +120,33 @@ def test_trivial_reasons_of_each_kind(executor):
     ]
 
 
+def test_stock_inputs_keep_the_shape_of_the_given_input():
+    assert stock_inputs("37")[:4] == ["0", "1", "2", "3"]
+    assert "4" in stock_inputs("4")  # a stock input is its own guess
+    assert stock_inputs("'xyz'")[:3] == ["''", "'a'", "'abc'"]
+    assert "['a', 'b', 'c']" in stock_inputs("['q']")  # what a base model answers CRUXEval-I with
+    two = stock_inputs("[5, 6], n=9")
+    assert len(two) == len(set(two)) <= STOCK_INPUTS and "[1, 2, 3], n=3" in two
+    assert all(t.endswith(tuple(f"n={k}" for k in (0, 1, 2, 3, 4, 5, 10, -1))) for t in two)
+    many = stock_inputs("1, 2, 3, 4, 5, 6")  # two values per argument: 64, cut to the bound
+    assert len(many) == STOCK_INPUTS
+    assert stock_inputs("None, 7")[:2] == ["None, 0", "None, 1"]  # no stock None: kept
+    assert stock_inputs("") == [] and stock_inputs("f(") == []
+
+
+def test_an_abduction_task_a_stock_input_solves_is_trivial_when_asked(executor):
+    tasks = [
+        task(executor, "abduction", "def f(x):\n    return 4 * x", "4"),  # the input is stock
+        task(executor, "abduction", "def f(x):\n    return x % 2 + 5", "37"),  # 1 gives 6 too
+        task(executor, "abduction", "def f(s):\n    return len(s)", "'xyz'"),  # 'abc' gives 3
+        task(executor, "abduction", "def f(x):\n    return 4 * x", "37"),  # work back: 148 / 4
+        task(executor, "abduction", "def f(xs):\n    return sum(xs) * 7", "[9, 8]"),
+        task(executor, "deduction", "def f(x):\n    return 4 * x", "4"),  # a guess answers no
+    ]
+    assert trivial_reasons(executor, tasks, stock=True) == ["stock_input"] * 3 + [""] * 3
+    assert trivial_reasons(executor, tasks) == [""] * 6
+
+
 def test_the_proposer_is_told_that_trivial_tasks_are_discarded():
     from selfplay.proposer import proposer_prompt
 
@@ -124,3 +158,14 @@ def test_the_proposer_is_told_that_trivial_tasks_are_discarded():
     induction = proposer_prompt("induction", [], program="def f(x):\n    return x * 2",
                                 refuse_trivial=True)[-1].content  # fmt: skip
     assert "reveal nothing" in induction
+
+
+def test_the_abduction_proposer_is_told_that_guessable_inputs_are_discarded():
+    from selfplay.proposer import proposer_prompt
+
+    def text(kind: str, refuse: bool) -> str:
+        return proposer_prompt(kind, [], refuse_trivial=True, refuse_stock=refuse)[-1].content
+
+    assert "must not be guessable" in text("abduction", True)
+    assert "must not be guessable" not in text("abduction", False)
+    assert "must not be guessable" not in text("deduction", True)

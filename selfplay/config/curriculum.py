@@ -90,6 +90,12 @@ class CurriculumConfig(Checked):
         "let trivial proposals into the pool (copying answers them, or their output does not "
         "move with their input: selfplay/trivial.py); by default they stay out, as duplicates",
     )
+    refuse_stock_inputs: bool = knob(
+        False,
+        "an abduction proposal that a stock input solves (0 to 5, 'abc', [1, 2, 3], ...: "
+        "`selfplay.trivial.stock_inputs`) is trivial (`trivial:stock_input`): it pays for "
+        "guessing, not for working back from the output; off under keep_trivial",
+    )
     induction_per_program: int = knob(
         3,
         "most induction tasks the pool takes on one program; a further one, or one that repeats "

@@ -130,6 +130,12 @@ _GOALS = {
 }
 
 
+_NOT_GUESSABLE = (
+    " The input must not be guessable: if a common input (such as 0, 1, 3, 'abc' or "
+    "[1, 2, 3]) also gives your output, the puzzle is discarded."
+)
+
+
 def _as_answer(task: Task, layout: str = "answer") -> str:
     """A reference written the way the proposer is asked to answer, with what the checker
     made of it, so that the examples also teach the format; with `layout` "assert" a
@@ -178,11 +184,13 @@ def proposer_prompt(
     program: str | None = None,
     refuse_trivial: bool = False,
     topic: str | None = None,
+    refuse_stock: bool = False,
 ) -> Chat:
     """The chat asking for a new task; induction needs the `program` to write inputs for.
     `refuse_trivial` states that trivial tasks are discarded (`curriculum.keep_trivial`
     false); a deduction or abduction prompt may name a `topic` to build `f` around
-    (`selfplay.proposer.topics`)."""
+    (`selfplay.proposer.topics`). `refuse_stock` states, to an abduction prompt, that a task a
+    stock input solves is discarded (`curriculum.refuse_stock_inputs`)."""
     roles = roles or RolesConfig()
     if task_type == "math":
         return chat(_math(references, roles), SYSTEM)
@@ -192,6 +200,8 @@ def proposer_prompt(
         return chat(_induction(program, references, roles, refuse_trivial), SYSTEM)
     body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
     idea = f" Build `f` around this idea: {topic}." if topic else ""
+    if refuse_stock and task_type == "abduction":
+        idea += _NOT_GUESSABLE
     text = "\n\n".join(
         [
             "Invent a new puzzle: a Python function `f` and one input for it. "
