@@ -1,0 +1,122 @@
+"""CRUXEval-I's non-trivial items split by whether a stock input solves them.
+
+    .venv/bin/python scripts/stock_split.py results/cruxeval-direct/base \
+        results/cruxeval-direct/trained results/cruxeval-direct/learn20-seed1-step20
+
+A stock input is one a solver could give without reading the output (`selfplay.trivial.
+stock_inputs`: the gold input with every argument replaced by a common value of its type, 0 to
+5, 'abc', [1, 2, 3], ['a', 'b', 'c'], ...). An item some stock input solves can be answered by
+a guess; the others need working back from the output. The first folder is the baseline; each
+other is paired with it item by item (McNemar, exact, two-sided) on the non-trivial items (the
+copy answer does not solve them) that a stock input solves and on those it does not, and on how
+many of its answers are a stock input of their item. Every program runs in the sandbox (the
+executor); the records are the `samples.jsonl` of `selfplay eval cruxeval --out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from selfplay.config import ExecutorConfig  # noqa: E402
+from selfplay.eval.paired import mcnemar_exact  # noqa: E402
+from selfplay.executor import Executor  # noqa: E402
+from selfplay.trivial import stock_inputs  # noqa: E402
+
+
+def records(folder: Path) -> dict[tuple[str, int], dict]:
+    """The CRUXEval-I records of an evaluation folder, by (problem, sample)."""
+    out = {}
+    with open(folder / "samples.jsonl") as lines:
+        for line in lines:
+            record = json.loads(line)
+            if record["subset"] == "cruxeval_i":
+                out[(record["id"], record.get("sample", 0))] = record
+    return out
+
+
+def literal_text(answer: str) -> str | None:
+    """An answer's argument list written as `stock_inputs` writes one (repr of every value), or
+    None where it is not a list of literals."""
+    try:
+        call = ast.parse(f"f({answer}\n)", mode="eval").body
+        args = [repr(ast.literal_eval(a)) for a in call.args]
+        kwargs = [f"{k.arg}={ast.literal_eval(k.value)!r}" for k in call.keywords]
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
+    return ", ".join(args + kwargs)
+
+
+def stock_solved(executor: Executor, items: list[dict]) -> set[str]:
+    """The problems (by id) that some stock input of theirs solves, from one executor call."""
+    cases, owners = [], []
+    for item in items:
+        for text in stock_inputs(item["input"]):
+            cases.append((item["program"], text))
+            owners.append(item)
+    verdicts = executor.validate(cases, inputs="literal")
+    return {
+        item["id"]
+        for item, verdict in zip(owners, verdicts, strict=True)
+        if verdict.ok and verdict.output == item["output"]
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", type=Path, help="the baseline's `selfplay eval --out` folder")
+    parser.add_argument("others", type=Path, nargs="+", help="folders paired with it")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    args = parser.parse_args(argv)
+    base = records(args.base)
+    problems = list({r["id"]: r for r in base.values()}.values())
+    with Executor(ExecutorConfig()) as executor:
+        solved = stock_solved(executor, problems)
+    stock_of = {p["id"]: set(stock_inputs(p["input"])) for p in problems}
+    result = {"stock_solved": len(solved), "problems": len(problems), "runs": {}}
+    for folder in [args.base, *args.others]:
+        other = records(folder)
+        keys = sorted(k for k in base if k in other)
+        row = {
+            "stock_answers": sum(literal_text(other[k]["answer"]) in stock_of[k[0]] for k in keys)
+        }
+        for name, wanted in (("stock", True), ("not_stock", False)):
+            split = [k for k in keys if not base[k]["trivial"] and (k[0] in solved) is wanted]
+            before = [bool(base[k]["correct"]) for k in split]
+            after = [bool(other[k]["correct"]) for k in split]
+            gained, lost, p = mcnemar_exact(before, after)
+            row[name] = {
+                "items": len(split),
+                "before": sum(before),
+                "after": sum(after),
+                "gained": gained,
+                "lost": lost,
+                "p": p,
+            }
+        result["runs"][str(folder)] = row
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(
+        f"CRUXEval-I: a stock input solves {result['stock_solved']} of "
+        f"{result['problems']} problems"
+    )
+    for folder, row in result["runs"].items():
+        print(f"{folder}: answers that are a stock input {row['stock_answers']}")
+        for name in ("stock", "not_stock"):
+            s = row[name]
+            print(
+                f"  non-trivial, {name.replace('_', ' ')}-solvable: {s['items']} items, "
+                f"right {s['before']} -> {s['after']} ({s['gained']} / {s['lost']}, "
+                f"p = {s['p']:.2g})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

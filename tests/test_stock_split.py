@@ -1,0 +1,54 @@
+"""scripts/stock_split.py: CRUXEval-I's non-trivial items split by whether a stock input
+solves them, each folder paired with the baseline on both halves."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "stock_split.py"
+
+# (id, program, gold input, output, trivial): a stock input (3) solves the first, the copy
+# answer the third; only working back from 148 solves the second
+ITEMS = [
+    ("sample_0", "def f(x):\n    return x * 2", "3", "6", False),
+    ("sample_1", "def f(x):\n    return x * 4", "37", "148", False),
+    ("sample_2", "def f(s):\n    return s.upper()", "'Q'", "'Q'", True),
+]
+
+
+def write_eval(folder: Path, answers: list[str], correct: list[bool]) -> Path:
+    folder.mkdir()
+    lines = [
+        {"subset": "cruxeval_o", "id": "sample_0", "sample": 0, "correct": True, "trivial": False,
+         "program": "def f(x):\n    return x", "input": "1", "output": "1", "answer": "1"},
+    ]  # fmt: skip
+    for (i, program, given, output, trivial), answer, right in zip(
+        ITEMS, answers, correct, strict=True
+    ):
+        lines.append(
+            {"subset": "cruxeval_i", "id": i, "sample": 0, "program": program, "input": given,
+             "output": output, "trivial": trivial, "answer": answer, "correct": right}
+        )  # fmt: skip
+    (folder / "samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return folder
+
+
+def test_items_split_by_stock_input_and_paired_with_the_base(tmp_path):
+    base = write_eval(tmp_path / "base", ["3", "37", "'Q'"], [True, True, True])
+    after = write_eval(tmp_path / "after", ["3", "5", "'Q'"], [True, False, True])
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(base), str(after), "--json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["problems"] == 3 and result["stock_solved"] == 1
+    row = result["runs"][str(after)]
+    assert row["stock"] == {"items": 1, "before": 1, "after": 1, "gained": 0, "lost": 0, "p": 1.0}
+    assert row["not_stock"]["items"] == 1  # the trivial item is in neither half
+    assert (row["not_stock"]["before"], row["not_stock"]["after"]) == (1, 0)
+    assert row["not_stock"]["lost"] == 1
+    assert row["stock_answers"] == 2  # 3 and 5 are stock inputs of an int argument
+    assert result["runs"][str(base)]["stock_answers"] == 1
