@@ -66,6 +66,7 @@ def prompts(
     from selfplay.types import WRITTEN_TYPES
 
     refuse = not config.curriculum.keep_trivial
+    stock = refuse and config.curriculum.refuse_stock_inputs
     out = []
     for kind in types:
         # a run numbers the task types of `selfplay.task_types` for its draws (`salt`)
@@ -77,7 +78,9 @@ def prompts(
             program = programs[k] if kind == "induction" else None
             topic = prompt_topic(config, kind, step, k)
             shown = list(drawn[k]) if k < len(drawn) else []
-            chat = proposer_prompt(kind, shown, config.roles, program, refuse, topic=topic)
+            chat = proposer_prompt(
+                kind, shown, config.roles, program, refuse, topic=topic, refuse_stock=stock
+            )
             out.append((kind, program, chat, shown))
     return out
 
@@ -123,9 +126,10 @@ def pool_references(
     return drawn, at
 
 
-def shape(executor, proposed) -> dict[str, float]:
+def shape(executor, proposed, stock: bool = False) -> dict[str, float]:
     """What the valid deduction and abduction tasks of one mode and type, each with the
-    references its prompt showed, are (see the module's docstring)."""
+    references its prompt showed, are (see the module's docstring); `stock`: a guessable
+    abduction counts as trivial (`curriculum.refuse_stock_inputs`)."""
     import statistics
 
     from selfplay.proposer.canonical import canonical_program
@@ -133,7 +137,7 @@ def shape(executor, proposed) -> dict[str, float]:
     from selfplay.trivial import trivial_reasons
 
     tasks = [task for task, _ in proposed]
-    reasons = trivial_reasons(executor, tasks) if tasks else []
+    reasons = trivial_reasons(executor, tasks, stock=stock) if tasks else []
     seen: set[str] = set()
     counts = Counter()
     sizes, looped = [], []
@@ -195,7 +199,7 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
     out = {kind: dict(c) for kind, c in counts.items()}
     for kind in ("deduction", "abduction"):
         if kind in out:
-            out[kind] |= shape(executor, tasks[kind])
+            out[kind] |= shape(executor, tasks[kind], config.curriculum.refuse_stock_inputs)
     return out
 
 

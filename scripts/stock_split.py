@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from selfplay.config import ExecutorConfig  # noqa: E402
 from selfplay.eval.paired import mcnemar_exact  # noqa: E402
 from selfplay.executor import Executor  # noqa: E402
+from selfplay.executor.values import canonical_from_text  # noqa: E402
 from selfplay.trivial import stock_inputs  # noqa: E402
 
 
@@ -42,7 +43,9 @@ def records(folder: Path) -> dict[tuple[str, int], dict]:
 
 def literal_text(answer: str) -> str | None:
     """An answer's argument list written as `stock_inputs` writes one (repr of every value), or
-    None where it is not a list of literals."""
+    None where it is not a list of literals (or there is no answer)."""
+    if not isinstance(answer, str):
+        return None
     try:
         call = ast.parse(f"f({answer}\n)", mode="eval").body
         args = [repr(ast.literal_eval(a)) for a in call.args]
@@ -60,10 +63,11 @@ def stock_solved(executor: Executor, items: list[dict]) -> set[str]:
             cases.append((item["program"], text))
             owners.append(item)
     verdicts = executor.validate(cases, inputs="literal")
+    gold = {item["id"]: canonical_from_text(item["output"]) for item in items}
     return {
         item["id"]
         for item, verdict in zip(owners, verdicts, strict=True)
-        if verdict.ok and verdict.output == item["output"]
+        if verdict.ok and verdict.output == gold[item["id"]]
     }
 
 

@@ -234,7 +234,8 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     and the pool would never leave the seed, as in a zero-data run of docs/results.md); a
     benchmark's program (`run.benchmarks`); and, unless
     `curriculum.keep_trivial`, a trivial task (`selfplay.trivial`: copying answers it, or its
-    output does not move with its input), which teaches the solver to copy rather than to
+    output does not move with its input; with `curriculum.refuse_stock_inputs` an abduction
+    task a stock input solves), which teaches the solver to copy rather than to
     trace (docs/results.md); and an induction task that adds nothing on its program
     (`new_work.induction_repeats`)."""
     kept_out = new_work.kept_out(run, validated, step)

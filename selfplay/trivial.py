@@ -27,7 +27,7 @@ A proposed task is trivial (`trivial_reasons`) when it is no work for a solver:
 
 The curriculum keeps trivial proposals out of the pool and pays them the duplicate penalty
 (`stages.store_tasks`). Every judgement runs in the sandbox (the executor): the trusted side
-only parses the literal inputs it already normalised to build the probes.
+only parses the literal inputs it already normalised to build the probe and stock inputs.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ _STOCK: dict[type, tuple] = {
     tuple: ((), (1, 2, 3), ("a", "b", "c"), (1, 2)),
     dict: ({}, {"a": 1}, {"a": 1, "b": 2}),
     set: (set(), {1, 2, 3}),
+    bytes: (b"", b"a", b"abc"),
+    type(None): (None,),
 }
 
 
@@ -158,26 +160,33 @@ def probe_inputs(text: str, count: int = PROBES) -> list[str]:
 def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
     """Up to `count` inputs of the shape of `text` (a literal argument list, as the executor
     normalised it) made of stock values: every argument replaced by a common value of its type
-    (`_STOCK`), in every combination (fewer values per argument where there are several, so
-    that at most `count` are made). An argument of another type (None, a frozenset) keeps its
-    value. The given input itself is one of them when all its values are stock ones."""
+    (`_STOCK`). With one argument that is all of its type's values; with several, the first
+    values of each in every combination (as many per argument as keep the product near
+    `count`, at least two; past that, the first `count` combinations). The given input comes
+    first when every value of it is a stock one, whatever its arity. Empty where an argument has
+    a type without stock values (a frozenset, a nan): such a task is not judged guessable."""
     parsed = _arguments(text)
     if parsed is None:
         return []
     args, kwargs = parsed
     values = [*args, *kwargs.values()]
-    if not values:
+    stock = [_STOCK.get(type(v)) for v in values]
+    if not values or any(s is None for s in stock):
         return []
-    per = max(2, int(count ** (1 / len(values)) + 1e-9))
-    choices = [_STOCK.get(type(v), (v,))[:per] for v in values]
+    varied = sum(len(s) > 1 for s in stock) or 1
+    per = max(2, int(count ** (1 / varied) + 1e-9))
     made: list[str] = []
-    for combo in itertools.product(*choices):
+    if all(v in s for v, s in zip(values, stock, strict=True)):
+        made.append(_text(args, kwargs))
+    for combo in itertools.product(*(s[:per] for s in stock)):
         if len(made) >= count:
             break
-        text_ = _text(list(combo[: len(args)]), dict(zip(kwargs, combo[len(args) :], strict=True)))
-        if text_ is not None and text_ not in made:
-            made.append(text_)
-    return made
+        candidate = _text(
+            list(combo[: len(args)]), dict(zip(kwargs, combo[len(args) :], strict=True))
+        )
+        if candidate is not None and candidate not in made:
+            made.append(candidate)
+    return [m for m in made if m is not None]
 
 
 def _arguments(text: str) -> tuple[list, dict] | None:
@@ -234,14 +243,8 @@ def trivial_reasons(executor, tasks: Sequence[Task], stock: bool = False) -> lis
     whole batch (four with `stock`); math tasks are never trivial here (their program takes
     no input)."""
     copies = copy_solves(executor, tasks)
-    outputs = _outputs(executor, tasks, probe_inputs)
-    guessed = [False] * len(tasks)
-    if stock:
-        abduction = [t if t.type == "abduction" else None for t in tasks]
-        for i, (task, own) in enumerate(
-            zip(tasks, _outputs(executor, abduction, stock_inputs), strict=True)
-        ):
-            guessed[i] = task.type == "abduction" and task.output in own
+    outputs = _outputs(executor, tasks)
+    guessed = _stock_solves(executor, tasks) if stock else [False] * len(tasks)
     reasons = []
     for task, copy, own, guess in zip(tasks, copies, outputs, guessed, strict=True):
         if task.type == "math":
@@ -261,18 +264,31 @@ def trivial_reasons(executor, tasks: Sequence[Task], stock: bool = False) -> lis
     return reasons
 
 
-def _outputs(executor, tasks: Sequence[Task | None], inputs_like) -> list[list[str]]:
-    """Per deduction or abduction task (None: skipped), the outputs its program gives on the
-    inputs `inputs_like(task.input)` that run, from one executor call."""
+def _outputs(executor, tasks: Sequence[Task]) -> list[list[str]]:
+    """Per deduction or abduction task, the outputs its program gives on its probe inputs
+    (`probe_inputs`) that run, from one executor call."""
     cases = [
-        (i, text)
+        (i, probe)
         for i, t in enumerate(tasks)
-        if t is not None and t.type in ("deduction", "abduction")
-        for text in inputs_like(t.input)
+        if t.type in ("deduction", "abduction")
+        for probe in probe_inputs(t.input)
     ]
-    verdicts = executor.validate([(tasks[i].program, text) for i, text in cases]) if cases else []
+    verdicts = executor.validate([(tasks[i].program, p) for i, p in cases]) if cases else []
     outputs: list[list[str]] = [[] for _ in tasks]
     for (i, _), verdict in zip(cases, verdicts, strict=True):
         if verdict.ok:
             outputs[i].append(verdict.output)
     return outputs
+
+
+def _stock_solves(executor, tasks: Sequence[Task]) -> list[bool]:
+    """Per task, whether it is an abduction task that one of its stock inputs (`stock_inputs`)
+    solves, judged as the solver's answers are (`verify_many`: the judge's time limits), in one
+    executor call."""
+    asked = [(i, stock_inputs(t.input)) for i, t in enumerate(tasks) if t.type == "abduction"]
+    asked = [(i, guesses) for i, guesses in asked if guesses]
+    verdicts = executor.verify_many([(tasks[i], guesses) for i, guesses in asked])
+    solves = [False] * len(tasks)
+    for (i, _), judged in zip(asked, verdicts, strict=True):
+        solves[i] = any(v.ok for v in judged)
+    return solves

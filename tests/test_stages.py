@@ -291,6 +291,7 @@ def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run):
     for overrides, expected in [
         (["curriculum.refuse_stock_inputs=true"], ["trivial:stock_input", "", ""]),
         ([], ["", "", ""]),
+        (["curriculum.refuse_stock_inputs=true", "curriculum.keep_trivial=true"], ["", "", ""]),
     ]:
         run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
         proposals = [

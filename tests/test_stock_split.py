@@ -16,6 +16,8 @@ ITEMS = [
     ("sample_0", "def f(x):\n    return x * 2", "3", "6", False),
     ("sample_1", "def f(x):\n    return x * 4", "37", "148", False),
     ("sample_2", "def f(s):\n    return s.upper()", "'Q'", "'Q'", True),
+    # the data's own spelling of a dict output, not the executor's: {'a': 1} solves it
+    ("sample_3", "def f(d):\n    return dict(d, b=2)", "{'z': 5}", '{"b": 2, "a": 1}', False),
 ]
 
 
@@ -37,18 +39,18 @@ def write_eval(folder: Path, answers: list[str], correct: list[bool]) -> Path:
 
 
 def test_items_split_by_stock_input_and_paired_with_the_base(tmp_path):
-    base = write_eval(tmp_path / "base", ["3", "37", "'Q'"], [True, True, True])
-    after = write_eval(tmp_path / "after", ["3", "5", "'Q'"], [True, False, True])
+    base = write_eval(tmp_path / "base", ["3", "37", "'Q'", "{}"], [True, True, True, False])
+    after = write_eval(tmp_path / "after", ["3", "5", "'Q'", None], [True, False, True, False])
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(base), str(after), "--json"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     result = json.loads(done.stdout)
-    assert result["problems"] == 3 and result["stock_solved"] == 1
+    assert result["problems"] == 4 and result["stock_solved"] == 2
     row = result["runs"][str(after)]
-    assert row["stock"] == {"items": 1, "before": 1, "after": 1, "gained": 0, "lost": 0, "p": 1.0}
+    assert row["stock"] == {"items": 2, "before": 1, "after": 1, "gained": 0, "lost": 0, "p": 1.0}
     assert row["not_stock"]["items"] == 1  # the trivial item is in neither half
     assert (row["not_stock"]["before"], row["not_stock"]["after"]) == (1, 0)
     assert row["not_stock"]["lost"] == 1
-    assert row["stock_answers"] == 2  # 3 and 5 are stock inputs of an int argument
-    assert result["runs"][str(base)]["stock_answers"] == 1
+    assert row["stock_answers"] == 2  # 3 and 5 are stock inputs of an int argument; no answer
+    assert result["runs"][str(base)]["stock_answers"] == 2  # 3 and {}

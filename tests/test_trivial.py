@@ -130,7 +130,12 @@ def test_stock_inputs_keep_the_shape_of_the_given_input():
     assert all(t.endswith(tuple(f"n={k}" for k in (0, 1, 2, 3, 4, 5, 10, -1))) for t in two)
     many = stock_inputs("1, 2, 3, 4, 5, 6")  # two values per argument: 64, cut to the bound
     assert len(many) == STOCK_INPUTS
-    assert stock_inputs("None, 7")[:2] == ["None, 0", "None, 1"]  # no stock None: kept
+    assert stock_inputs("None, 7")[:2] == ["None, 0", "None, 1"]  # None has one value
+    assert len(stock_inputs("None, 7")) == 8  # every int: None is not varied
+    assert stock_inputs("x=7")[:2] == ["x=0", "x=1"]  # by keyword
+    assert stock_inputs("b'q'") == ["b''", "b'a'", "b'abc'"]
+    assert stock_inputs("10, 'racecar'")[0] == "10, 'racecar'"  # all stock: itself, first
+    assert stock_inputs("frozenset({1})") == []  # not a literal: never judged guessable
     assert stock_inputs("") == [] and stock_inputs("f(") == []
 
 
@@ -142,9 +147,13 @@ def test_an_abduction_task_a_stock_input_solves_is_trivial_when_asked(executor):
         task(executor, "abduction", "def f(x):\n    return 4 * x", "37"),  # work back: 148 / 4
         task(executor, "abduction", "def f(xs):\n    return sum(xs) * 7", "[9, 8]"),
         task(executor, "deduction", "def f(x):\n    return 4 * x", "4"),  # a guess answers no
+        task(executor, "abduction", "def f(b):\n    return len(b) * 3", "b'secret'"),
+        task(executor, "abduction", "def f(x):\n    return x is None", "None"),  # the only one
     ]
-    assert trivial_reasons(executor, tasks, stock=True) == ["stock_input"] * 3 + [""] * 3
-    assert trivial_reasons(executor, tasks) == [""] * 6
+    assert trivial_reasons(executor, tasks, stock=True) == ["stock_input"] * 3 + [""] * 4 + [
+        "stock_input"
+    ]
+    assert trivial_reasons(executor, tasks) == [""] * 8
 
 
 def test_the_proposer_is_told_that_trivial_tasks_are_discarded():

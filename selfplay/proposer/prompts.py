@@ -200,12 +200,11 @@ def proposer_prompt(
         return chat(_induction(program, references, roles, refuse_trivial), SYSTEM)
     body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
     idea = f" Build `f` around this idea: {topic}." if topic else ""
-    if refuse_stock and task_type == "abduction":
-        idea += _NOT_GUESSABLE
+    guess = _NOT_GUESSABLE if refuse_stock and task_type == "abduction" else ""
     text = "\n\n".join(
         [
             "Invent a new puzzle: a Python function `f` and one input for it. "
-            f"{_GOALS[task_type]}{idea}",
+            f"{_GOALS[task_type]}{guess}{idea}",
             "Write one Python code block: the function `f`, then, as its last line, one call of "
             "`f` on the input you chose. The checker runs that call to get the output.",
             rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial),
