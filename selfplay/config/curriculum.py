@@ -94,7 +94,8 @@ class CurriculumConfig(Checked):
         False,
         "an abduction proposal that a stock input solves (0 to 5, 'abc', [1, 2, 3], ...: "
         "`selfplay.trivial.stock_inputs`) is trivial (`trivial:stock_input`): it pays for "
-        "guessing, not for working back from the output; off under keep_trivial",
+        "guessing, not for working back from the output; off under keep_trivial. Measured "
+        "off: it starved the pool of abductions and did not keep CRUXEval-I (docs/results.md)",
     )
     induction_per_program: int = knob(
         3,
