@@ -54,3 +54,21 @@ def test_items_split_by_stock_input_and_paired_with_the_base(tmp_path):
     assert row["not_stock"]["lost"] == 1
     assert row["stock_answers"] == 2  # 3 and 5 are stock inputs of an int argument; no answer
     assert result["runs"][str(base)]["stock_answers"] == 2  # 3 and {}
+
+
+def test_answer_margins_split_the_base_right_problems_by_what_training_kept(
+    tmp_path, tiny_model_dir
+):
+    """scripts/answer_margins.py: a finite margin per problem the baseline got right (trivial
+    ones aside), grouped by whether the second folder kept it."""
+    script = SCRIPT.parent / "answer_margins.py"
+    base = write_eval(tmp_path / "base", ["3", "37", "'Q'", "{}"], [True, True, True, False])
+    after = write_eval(tmp_path / "after", ["3", "5", "'Q'", None], [True, False, True, False])
+    done = subprocess.run(
+        [sys.executable, str(script), str(base), str(after), "--model", str(tiny_model_dir)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    *rows, summary = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["id"], r["group"]) for r in rows] == [("sample_0", "kept"), ("sample_1", "lost")]
+    assert all(isinstance(r["margin"], float) and r["margin"] == r["margin"] for r in rows)
+    assert summary["kept_items"] == summary["lost_items"] == 1
