@@ -22,8 +22,8 @@ A proposed task is trivial (`trivial_reasons`) when it is no work for a solver:
     stock_input    (abduction, with `stock=True`) a stock input, one a solver could give
                    without reading the output, gives its output: `stock_inputs`, the given
                    input with every argument replaced by a common value of its type (0 to 5,
-                   10, 'abc', [1, 2, 3], ['a', 'b', 'c'], ...). Paying for such a task pays
-                   for guessing: a run that did learned to answer CRUXEval-I with a stock list
+                   10, 'abc', [1, 2, 3], ['a', 'b', 'c'], ...). Refusing such tasks starved a
+                   run's pool of abductions and did not keep its CRUXEval-I (docs/results.md)
 
 The curriculum keeps trivial proposals out of the pool and pays them the duplicate penalty
 (`stages.store_tasks`). Every judgement runs in the sandbox (the executor): the trusted side
@@ -175,9 +175,8 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
         return []
     varied = sum(len(s) > 1 for s in stock) or 1
     per = max(2, int(count ** (1 / varied) + 1e-9))
-    made: list[str] = []
-    if all(v in s for v, s in zip(values, stock, strict=True)):
-        made.append(_text(args, kwargs))
+    given = _text(args, kwargs)
+    made = [given] if given and all(v in s for v, s in zip(values, stock, strict=True)) else []
     for combo in itertools.product(*(s[:per] for s in stock)):
         if len(made) >= count:
             break
@@ -186,7 +185,7 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
         )
         if candidate is not None and candidate not in made:
             made.append(candidate)
-    return [m for m in made if m is not None]
+    return made
 
 
 def _arguments(text: str) -> tuple[list, dict] | None:
@@ -287,7 +286,7 @@ def _stock_solves(executor, tasks: Sequence[Task]) -> list[bool]:
     executor call."""
     asked = [(i, stock_inputs(t.input)) for i, t in enumerate(tasks) if t.type == "abduction"]
     asked = [(i, guesses) for i, guesses in asked if guesses]
-    verdicts = executor.verify_many([(tasks[i], guesses) for i, guesses in asked])
+    verdicts = executor.verify_many([(tasks[i], g) for i, g in asked]) if asked else []
     solves = [False] * len(tasks)
     for (i, _), judged in zip(asked, verdicts, strict=True):
         solves[i] = any(v.ok for v in judged)
