@@ -26,9 +26,12 @@ does not solve, `selfplay.trivial`; records without `trivial` have no such split
 before, after, delta, gained, lost and the exact McNemar p-value (`paired.mcnemar_exact`,
 two-sided); and how the items changed: the gained items by how the earlier answer failed and
 the lost ones by how the later answer failed (`unreadable`, `not_a_value`, `wrong_value`; see
-`harness.failure`), so that a gain in notation and a gain in reasoning are two numbers. The
-report is a table; `--json` prints the same as one object. A line of `metrics.jsonl` or of a
-per-sample file that cannot be read is skipped and counted. The counts behind the accuracies
+`harness.failure`), so that a gain in notation and a gain in reasoning are two numbers; and,
+where the records carry their task, the wrong answers whose type is not the gold's
+(`answer_types`: a list given where the function wants a string), before and after, and how
+many gained items had such an answer before and lost items after. The report is a table;
+`--json` prints the same as one object. A line of `metrics.jsonl` or of a per-sample file that
+cannot be read is skipped and counted. The counts behind the accuracies
 (`correct`) are there for the figures' intervals; the command also draws the figures
 (`figures.py`) and lists them (`figures`, and `figures_skipped` with why).
 """
@@ -41,6 +44,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from selfplay.eval.answer_types import wrong_type
 from selfplay.eval.cruxeval import row_copies_example
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
@@ -65,6 +69,7 @@ class Item:
     tag: str  # prompt format and set version, to tell apart evaluations that differ
     content: tuple | None = None  # the item's (program, input, output) where recorded
     example: bool | None = None  # a CRUXEval answer copied from the prompt's worked example
+    wrong_type: bool | None = None  # a wrong answer not of the gold's type (`answer_types`)
 
 
 def report(folder: str | Path) -> dict:
@@ -297,12 +302,22 @@ def _stats(pairs: list[tuple[Item, Item]]) -> dict:
             for side in ([x for x, _ in pairs], [y for _, y in pairs])
         ],
         # answers that copy the published prompt's worked example (CRUXEval), before and after
-        "example_answers": (
-            [sum(bool(x.example) for x in side) for side in zip(*pairs, strict=True)]
-            if any(x.example is not None for pair in pairs for x in pair)
-            else None
-        ),
+        "example_answers": _count(pairs, "example"),
+        # wrong answers whose type is not the gold's (input or output prediction)
+        "wrong_type_answers": _count(pairs, "wrong_type"),
+        # of the gained items, those whose earlier answer had a wrong type; of the lost, the later
+        "wrong_type_changes": [
+            sum(bool(x.wrong_type) for x, y in pairs if y.correct and not x.correct),
+            sum(bool(y.wrong_type) for x, y in pairs if x.correct and not y.correct),
+        ],
     }
+
+
+def _count(pairs: list[tuple[Item, Item]], flag: str) -> list[int] | None:
+    """How many items of each side have `flag` set; None where no record can say."""
+    if all(getattr(x, flag) is None for pair in pairs for x in pair):
+        return None
+    return [sum(bool(getattr(x, flag)) for x in side) for side in zip(*pairs, strict=True)]
 
 
 def _items(path: Path) -> tuple[dict[tuple, Item], int]:
@@ -336,6 +351,7 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             tag or "unlabelled",
             content,
             row_copies_example(row),
+            wrong_type(row),
         )
     return items, bad
 
@@ -370,6 +386,12 @@ def render(result: dict) -> str:
         if row.get("non_trivial") is not None:
             lines.append(_render_stats("non-trivial", row["non_trivial"]))
             lines.append(_render_changes(row["non_trivial"]))
+            if typed := row["non_trivial"].get("wrong_type_answers"):
+                gained, lost = row["non_trivial"]["wrong_type_changes"]
+                lines.append(
+                    f"    answers of a wrong type: {typed[0]} -> {typed[1]} (gained from one "
+                    f"{gained}, lost to one {lost})"
+                )
         else:
             lines.append(_render_changes(row))
             lines.append("    (the records do not say which items copying solves)")

@@ -368,3 +368,72 @@ def test_compare_counts_answers_copied_from_the_published_prompts_example(tmp_pa
     assert "answers copying the prompt's worked example: 1 -> 4" in capsys.readouterr().out
     write(tmp_path / "own", ["17"], prompt_format="selfplay")
     assert compare(tmp_path / "own", tmp_path / "own")["cruxeval_o"]["example_answers"] is None
+
+
+@pytest.mark.parametrize(
+    ("subset", "answer", "gold_input", "gold_output", "expected"),
+    [
+        # input prediction: the arguments' number and types against the gold input's
+        ("cruxeval_i", '["a", "b", "c"]', "'hbtofdeiequ'", "'x'", True),
+        ("cruxeval_i", '["a", "b", "c"], "a"', "['x'], 'y'", "1", False),
+        ("cruxeval_i", '"abc"', "'abc', 2", "1", True),  # one argument where two are wanted
+        ("cruxeval_i", "1.0", "1", "1", True),  # float is not int
+        ("cruxeval_i", "True", "1", "1", True),  # nor is bool
+        ("cruxeval_i", "[1, 2]", "['a']", "1", False),  # the elements are not compared
+        ("cruxeval_i", "x + 1", "1", "1", None),  # no literal: not typed either way
+        ("cruxeval_i", "n=1", "1", "1", None),  # a keyword argument
+        ("generated_abduction", "(1, 2)", "(3, 4)", "0", False),  # a tuple is one argument
+        ("generated_abduction", "1, 2", "(3, 4)", "0", True),
+        # output prediction: the value's type against the gold output's; the first line
+        ("cruxeval_o", "17\n[/PYTHON]", "'x'", "'xa'", True),
+        ("cruxeval_o", "'17'", "'x'", "'xa'", False),
+        ("generated_deduction", "{}", "1", "{'a': 1}", False),
+        ("humaneval", "1", "1", "'x'", None),  # answers neither an input nor an output
+    ],
+)
+def test_a_wrong_answer_is_typed_against_the_gold(
+    subset, answer, gold_input, gold_output, expected
+):
+    from selfplay.eval.answer_types import wrong_type
+
+    row = dict(subset=subset, answer=answer, input=gold_input, output=gold_output, correct=False)
+    assert wrong_type(row) is expected
+    assert wrong_type({**row, "correct": True}) is None  # a right answer is not counted
+    assert wrong_type({**row, "answer": None}) is None
+    assert wrong_type({**row, "answer": "[" * 30_000}) is None  # too long to read, no crash
+
+
+def test_compare_counts_the_wrong_answers_of_a_wrong_type(tmp_path, capsys):
+    """Three non-trivial CRUXEval-I items whose function takes a string. The trained model
+    loses item 0 to a list (a wrong type), item 1 to another string (the right type), and
+    gains item 2 from the base's list; item 3 is trivial and answered with a list by both."""
+
+    def row(i, answer, correct, trivial=False):
+        failure = None if correct else "wrong_value"
+        return _record(i, 0, correct, failure, trivial) | dict(
+            program="def f(s):\n    return s", input="'ab'", output="'ab'", answer=answer
+        )
+
+    base = [
+        row(0, "'ab'", True),
+        row(1, "'ab'", True),
+        row(2, "[1]", False),
+        row(3, "[1]", False, True),
+    ]
+    trained = [
+        row(0, '["a"]', False),
+        row(1, "'zz'", False),
+        row(2, "'ab'", True),
+        row(3, "[2]", False, True),
+    ]
+    for name, rows in (("base", base), ("trained", trained)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]
+    assert got["wrong_type_answers"] == [2, 2]  # the trivial item's lists counted in all
+    assert got["non_trivial"]["wrong_type_answers"] == [1, 1]
+    assert got["non_trivial"]["wrong_type_changes"] == [1, 1]  # gained from one, lost to one
+    assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]) == 0
+    assert "answers of a wrong type: 1 -> 1 (gained from one 1, lost to one 1)" in (
+        capsys.readouterr().out
+    )
