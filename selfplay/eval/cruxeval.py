@@ -25,7 +25,10 @@ the input for CRUXEval-I, the single input given as the output for CRUXEval-O), 
 report can set apart what copying alone gets right. In a published format, a subset's metrics
 also give `example_share`: the share of answers that are the prompt's worked example's
 (`cruxeval_formats.EXAMPLE_ANSWERS`), the shortcut a solver trained on copies drifts to (the
-base coder: 37 and 68 of 800), so that an in-run evaluation shows the drift by its step.
+base coder: 37 and 68 of 800), so that an in-run evaluation shows the drift by its step. In
+every format they give `wrong_type_share`: the share of answers that are wrong and not even of
+the gold's type (`answer_types`; the base coder in the published format: 48 of CRUXEval-O's 732
+non-trivial items, 311 of CRUXEval-I's 619), where that drift shows first.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from selfplay.eval import cruxeval_formats, harness
+from selfplay.eval.answer_types import wrong_type
 from selfplay.eval.harness import Sample
 from selfplay.files import data_root, records
 from selfplay.judge import Judge
@@ -198,4 +202,6 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
     share = example_share(rows, prompt_format)
     if share is not None:
         metrics[f"{name}/example_share"] = share
+    if rows:
+        metrics[f"{name}/wrong_type_share"] = sum(wrong_type(r) is True for r in rows) / len(rows)
     return metrics, rows

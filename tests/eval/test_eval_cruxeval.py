@@ -216,6 +216,9 @@ def test_published_format_end_to_end(executor):
     )
     assert metrics["cruxeval_o/pass@1"] == 0.5 and metrics["cruxeval_i/pass@1"] == 1.0
     assert metrics["cruxeval_o/example_share"] == 0.5 and metrics["cruxeval_i/example_share"] == 0
+    # `17` where problem 1 returns a dict: wrong, and not even of the output's type
+    assert metrics["cruxeval_o/wrong_type_share"] == 0.5
+    assert metrics["cruxeval_i/wrong_type_share"] == 0
     assert engine.params[0].stop == ("[/ANSWER]",)
     assert engine.prompts[0][0][1].content.endswith("[ANSWER]\n")
     assert f"assert f(??) == {problems[0].output_text}" in engine.prompts[1][0][1].content
