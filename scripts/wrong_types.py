@@ -8,7 +8,9 @@ One JSON line per folder (the `samples.jsonl` of `selfplay eval --out`): the non
 (the copy answer does not solve them), the right ones, the wrong answers of a wrong type and
 those of the right type. The last line: Spearman's rank correlation between right and
 wrong-typed answers over the folders, with a two-sided permutation p-value (all rank orders
-when there are at most 8 folders, else 20,000 seeded shuffles).
+when there are at most 8 folders, else 20,000 seeded shuffles, whose smallest p is 5e-5); null
+where a column does not vary. Checkpoints of one run are not independent draws, so the p-value
+is a guide, not a test of a method.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def counts(folder: Path, subset: str) -> dict:
             verdict = wrong_type(record)
             typed += verdict is True
             untyped += verdict is False
+    if not n:
+        raise SystemExit(
+            f"{folder}: no non-trivial record of subset {subset} (records without `trivial`, "
+            "or another subset: cruxeval_i_selfplay in the solver's own format)"
+        )
     return {
         "folder": folder.name,
         "non_trivial": n,
@@ -75,6 +82,8 @@ def spearman(x: list[float], y: list[float]) -> tuple[float, float]:
     """Spearman's rho and its two-sided permutation p-value."""
     rx, ry = ranks(x), ranks(y)
     rho = pearson(rx, ry)
+    if rho != rho:  # a column without spread: no correlation to test
+        return rho, float("nan")
     if len(x) <= 8:
         orders = list(itertools.permutations(ry))
     else:
@@ -97,7 +106,10 @@ def main() -> int:
     summary: dict = {"subset": args.subset, "folders": len(rows)}
     if len(rows) >= 3:
         rho, p = spearman([r["right"] for r in rows], [r["wrong_type"] for r in rows])
-        summary |= {"spearman_right_vs_wrong_type": round(rho, 4), "p_value": float(f"{p:.3g}")}
+        if rho == rho:
+            summary |= {"spearman_right_vs_wrong_type": round(rho, 4), "p_value": float(f"{p:.3g}")}
+        else:
+            summary |= {"spearman_right_vs_wrong_type": None, "p_value": None}
     print(json.dumps(summary))
     return 0
 

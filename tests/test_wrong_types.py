@@ -75,3 +75,15 @@ def test_ranks_share_ties_and_the_shuffled_p_value_counts_the_observed_order():
     assert 0 < p < 1e-3  # 20,000 shuffles: never 0
     rho, p = script.spearman(x, [v % 2 for v in x])
     assert abs(rho) < 0.5 and p > 0.05
+
+
+def test_no_spread_gives_no_correlation_and_no_records_a_clear_error(tmp_path):
+    same = [write_eval(tmp_path / name, ["'ab'", "[1]", "'zz'", "'x'"]) for name in "abc"]
+    run = [sys.executable, str(SCRIPT)]
+    out = subprocess.run([*run, *map(str, same)], capture_output=True, text=True, check=True)
+    summary = json.loads(out.stdout.splitlines()[-1])  # valid JSON: no NaN
+    assert summary["spearman_right_vs_wrong_type"] is None and summary["p_value"] is None
+    failed = subprocess.run(
+        [*run, "--subset", "cruxeval_i_selfplay", *map(str, same)], capture_output=True, text=True
+    )
+    assert failed.returncode != 0 and "no non-trivial record of subset" in failed.stderr

@@ -49,32 +49,43 @@ def wrong_type(row: dict) -> bool | None:
     if not isinstance(gold, str):
         return None
     read = _arguments if kind == "abduction" else _value
-    mine, theirs = read(answer.strip().split("\n")[0]), read(gold)
+    theirs = read(gold)
+    # the whole answer, else its first line (a model that runs on writes the prompt's tags)
+    mine = read(answer)
+    if mine is None and "\n" in answer.strip():
+        mine = read(answer.strip().split("\n")[0])
     if mine is None or theirs is None:
         return None
     return mine != theirs
 
 
-def _literal(text: str):
-    if len(text) > _LONGEST:
-        raise ValueError("too long to type")
-    return ast.literal_eval(text)
+_UNREADABLE = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 
 
 def _value(text: str) -> tuple[str] | None:
+    text = text.strip()
+    if len(text) > _LONGEST:
+        return None
     try:
-        return (type(_literal(text.strip())).__name__,)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return (type(ast.literal_eval(text)).__name__,)
+    except _UNREADABLE:
         return None
 
 
 def _arguments(text: str) -> tuple[str, ...] | None:
-    """The types of an argument list's values, in order; None unless every one is a literal."""
-    text = text.strip()
-    if not text:
+    """The types of an argument list's values, in order, read as the arguments of a call of f;
+    None unless every one is a literal given by position."""
+    if len(text) > _LONGEST:
         return None
     try:
-        values = _literal(f"({text},)")
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        call = ast.parse(f"f({text}\n)", mode="eval").body
+    except _UNREADABLE:
         return None
-    return tuple(type(v).__name__ for v in values)
+    if not isinstance(call, ast.Call) or call.keywords:
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    try:
+        return tuple(type(ast.literal_eval(a)).__name__ for a in call.args)
+    except _UNREADABLE:
+        return None

@@ -27,8 +27,8 @@ also give `example_share`: the share of answers that are the prompt's worked exa
 (`cruxeval_formats.EXAMPLE_ANSWERS`), the shortcut a solver trained on copies drifts to (the
 base coder: 37 and 68 of 800), so that an in-run evaluation shows the drift by its step. In
 every format they give `wrong_type_share`: the share of answers that are wrong and not even of
-the gold's type (`answer_types`; the base coder in the published format: 48 of CRUXEval-O's 732
-non-trivial items, 311 of CRUXEval-I's 619), where that drift shows first.
+the gold's type (`answer_types`; the base coder in the published format: 54 and 414 of 800),
+where that drift shows first.
 """
 
 from __future__ import annotations

@@ -306,10 +306,14 @@ def _stats(pairs: list[tuple[Item, Item]]) -> dict:
         # wrong answers whose type is not the gold's (input or output prediction)
         "wrong_type_answers": _count(pairs, "wrong_type"),
         # of the gained items, those whose earlier answer had a wrong type; of the lost, the later
-        "wrong_type_changes": [
-            sum(bool(x.wrong_type) for x, y in pairs if y.correct and not x.correct),
-            sum(bool(y.wrong_type) for x, y in pairs if x.correct and not y.correct),
-        ],
+        "wrong_type_changes": (
+            [
+                sum(bool(x.wrong_type) for x, y in pairs if y.correct and not x.correct),
+                sum(bool(y.wrong_type) for x, y in pairs if x.correct and not y.correct),
+            ]
+            if any(x.wrong_type is not None for pair in pairs for x in pair)
+            else None
+        ),
     }
 
 

@@ -382,6 +382,12 @@ def test_compare_counts_answers_copied_from_the_published_prompts_example(tmp_pa
         ("cruxeval_i", "[1, 2]", "['a']", "1", False),  # the elements are not compared
         ("cruxeval_i", "x + 1", "1", "1", None),  # no literal: not typed either way
         ("cruxeval_i", "n=1", "1", "1", None),  # a keyword argument
+        ("cruxeval_i", "*[1]", "1", "1", None),  # an unpacked one
+        ("cruxeval_i", "1)  # f(x", "1", "1", None),  # what a cut at the last `)` leaves: no crash
+        ("cruxeval_i", "None)  # x", "1", "1", None),
+        ("cruxeval_i", "[1, 2],\n  3", "1, 2", "1", True),  # an argument list over two lines
+        ("cruxeval_i", "1, 2\n[/ANSWER]", "1, 2", "1", False),  # else the first line is read
+        ("cruxeval_i", "", "", "1", False),  # no arguments where none are wanted
         ("generated_abduction", "(1, 2)", "(3, 4)", "0", False),  # a tuple is one argument
         ("generated_abduction", "1, 2", "(3, 4)", "0", True),
         # output prediction: the value's type against the gold output's; the first line
@@ -404,9 +410,10 @@ def test_a_wrong_answer_is_typed_against_the_gold(
 
 
 def test_compare_counts_the_wrong_answers_of_a_wrong_type(tmp_path, capsys):
-    """Three non-trivial CRUXEval-I items whose function takes a string. The trained model
-    loses item 0 to a list (a wrong type), item 1 to another string (the right type), and
-    gains item 2 from the base's list; item 3 is trivial and answered with a list by both."""
+    """Five non-trivial CRUXEval-I items whose function takes a string. The trained model
+    loses items 0 and 4 to a list and a number (wrong types), item 1 to another string (the
+    right type), and gains item 2 from the base's list; item 3 is trivial and answered with a
+    list by both."""
 
     def row(i, answer, correct, trivial=False):
         failure = None if correct else "wrong_value"
@@ -419,21 +426,31 @@ def test_compare_counts_the_wrong_answers_of_a_wrong_type(tmp_path, capsys):
         row(1, "'ab'", True),
         row(2, "[1]", False),
         row(3, "[1]", False, True),
+        row(4, "'ab'", True),
     ]
     trained = [
         row(0, '["a"]', False),
         row(1, "'zz'", False),
         row(2, "'ab'", True),
         row(3, "[2]", False, True),
+        row(4, "17\n[/PYTHON]", False),  # the first line is read
     ]
     for name, rows in (("base", base), ("trained", trained)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]
-    assert got["wrong_type_answers"] == [2, 2]  # the trivial item's lists counted in all
-    assert got["non_trivial"]["wrong_type_answers"] == [1, 1]
-    assert got["non_trivial"]["wrong_type_changes"] == [1, 1]  # gained from one, lost to one
+    assert got["wrong_type_answers"] == [2, 3]  # the trivial item's lists counted in all
+    assert got["non_trivial"]["wrong_type_answers"] == [1, 2]
+    assert got["non_trivial"]["wrong_type_changes"] == [1, 2]  # gained from one, lost to two
     assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]) == 0
-    assert "answers of a wrong type: 1 -> 1 (gained from one 1, lost to one 1)" in (
+    assert "answers of a wrong type: 1 -> 2 (gained from one 1, lost to one 2)" in (
         capsys.readouterr().out
     )
+    # records that cannot say (no task recorded) give no counts at all
+    for name in ("base", "trained"):
+        rows = [json.loads(x) for x in (tmp_path / name / "samples.jsonl").read_text().splitlines()]
+        (tmp_path / name / "samples.jsonl").write_text(
+            "".join(json.dumps({k: v for k, v in r.items() if k != "input"}) + "\n" for r in rows)
+        )
+    got = compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]["non_trivial"]
+    assert got["wrong_type_answers"] is None and got["wrong_type_changes"] is None
