@@ -43,6 +43,7 @@ __all__ = [
     "MIN_PROBES",
     "copy_solves",
     "ignores_input",
+    "literal_arguments",
     "probe_inputs",
     "stock_inputs",
     "trivial_reasons",
@@ -135,7 +136,7 @@ def probe_inputs(text: str, count: int = PROBES) -> list[str]:
     it) with one argument changed each: an int moved, a string lengthened, shortened or
     reversed, a container with an item dropped or added, a bool flipped. The first change of
     every argument comes before the second of any, so that each argument is probed."""
-    parsed = _arguments(text)
+    parsed = literal_arguments(text)
     if parsed is None:
         return []
     args, kwargs = parsed
@@ -165,7 +166,7 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
     `count`, at least two; past that, the first `count` combinations). The given input comes
     first when every value of it is a stock one, whatever its arity. Empty where an argument has
     a type without stock values (a frozenset, a nan): such a task is not judged guessable."""
-    parsed = _arguments(text)
+    parsed = literal_arguments(text)
     if parsed is None:
         return []
     args, kwargs = parsed
@@ -188,10 +189,13 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
     return made
 
 
-def _arguments(text: str) -> tuple[list, dict] | None:
-    """The positional and keyword values of a literal argument list; None where it is not one."""
+def literal_arguments(text: str) -> tuple[list, dict] | None:
+    """The positional and keyword values of a literal argument list, read as the arguments of a
+    call of f; None where it is not one (an expression, `*` or `**`, text that closes the call)."""
     try:
         call = ast.parse(f"f({text}\n)", mode="eval").body
+        if not isinstance(call, ast.Call):
+            return None
         args = [ast.literal_eval(a) for a in call.args]
         kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 
+from selfplay.trivial import literal_arguments
+
 __all__ = ["KINDS", "answer_kind", "wrong_type"]
 
 #: The subsets' prefixes and what their answers are: an input (its arguments) or an output.
@@ -73,19 +75,9 @@ def _value(text: str) -> tuple[str] | None:
 
 
 def _arguments(text: str) -> tuple[str, ...] | None:
-    """The types of an argument list's values, in order, read as the arguments of a call of f;
-    None unless every one is a literal given by position."""
-    if len(text) > _LONGEST:
+    """The types of an argument list's values, in order; None unless every one is a literal
+    given by position."""
+    parsed = literal_arguments(text) if len(text) <= _LONGEST else None
+    if parsed is None or parsed[1]:
         return None
-    try:
-        call = ast.parse(f"f({text}\n)", mode="eval").body
-    except _UNREADABLE:
-        return None
-    if not isinstance(call, ast.Call) or call.keywords:
-        return None
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return None
-    try:
-        return tuple(type(ast.literal_eval(a)).__name__ for a in call.args)
-    except _UNREADABLE:
-        return None
+    return tuple(type(v).__name__ for v in parsed[0])
