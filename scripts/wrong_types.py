@@ -30,7 +30,7 @@ _SHUFFLES = 20_000
 
 
 def counts(folder: Path, subset: str) -> dict:
-    n = right = typed = untyped = 0
+    n = right = typed = same_type = 0
     with open(folder / "samples.jsonl") as lines:
         for line in lines:
             record = json.loads(line)
@@ -40,7 +40,7 @@ def counts(folder: Path, subset: str) -> dict:
             right += bool(record.get("correct"))
             verdict = wrong_type(record)
             typed += verdict is True
-            untyped += verdict is False
+            same_type += verdict is False
     if not n:
         raise SystemExit(
             f"{folder}: no non-trivial record of subset {subset} (records without `trivial`, "
@@ -51,7 +51,7 @@ def counts(folder: Path, subset: str) -> dict:
         "non_trivial": n,
         "right": right,
         "wrong_type": typed,
-        "wrong_of_right_type": untyped,
+        "wrong_of_right_type": same_type,
     }
 
 
