@@ -355,6 +355,7 @@ class _Statistics:
         out["optimizer_steps"] = float(self.steps)
         out["zero_advantage_skipped"] = float(skipped)
         out.update(_token_counts(rollouts, config.kl_coef == 0))
+        out.update(_propose_share(rollouts, config.aggregation))
         out["lr"] = self.lr
         return out
 
@@ -388,6 +389,19 @@ def _token_counts(rollouts, skippable: bool) -> dict[str, float]:
         "tokens": float(sum(len(r.completion_ids) for r in rollouts)),
         "signal_tokens": float(sum(len(r.completion_ids) for r in signal)),
     }
+
+
+def _propose_share(rollouts, aggregation: str) -> dict[str, float]:
+    """`propose_share`: the proposer's share of the policy gradient's weight, sum |A| x w over
+    its rollouts against over all, w a rollout's weight in the loss (its tokens under token
+    aggregation, 1 under sequence). With token aggregation a proposal of 80 tokens weighs
+    as much as five answers of 16, so a step's 12 proposals can carry half the update."""
+    weight = {"token": lambda r: len(r.completion_ids), "sequence": lambda r: 1}[aggregation]
+    parts = {"propose": 0.0, "solve": 0.0}
+    for r in rollouts:
+        parts[r.role] += abs(r.advantage) * weight(r)
+    total = sum(parts.values())
+    return {"propose_share": parts["propose"] / total} if total else {}
 
 
 def _combine(

@@ -10,7 +10,7 @@ from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from selfplay.config import TrainerConfig
-from selfplay.trainer.update import collate, policy_update, token_logprobs
+from selfplay.trainer.update import _propose_share, collate, policy_update, token_logprobs
 from selfplay.types import Rollout
 
 
@@ -260,3 +260,20 @@ def test_the_reported_learning_rate_is_the_one_the_step_used():
     assert first["lr"] == pytest.approx(0.2)  # the second step's rate: 0.4 * 2/4
     second = policy_update(accelerator, model, optimizer, scheduler, data, advantages, settings, 0)
     assert second["lr"] == pytest.approx(0.4)
+
+
+def test_the_proposers_share_of_the_update_follows_the_aggregation():
+    def rollout(role, tokens, advantage):
+        ids = tuple(range(1, tokens + 1))
+        return Rollout(role, "deduction", 0, (1,), ids, (0.0,) * tokens, 0.0, advantage)
+
+    # one proposal of 8 tokens and four answers of 2, advantages of the same size: by token
+    # the proposal carries half of the weight, by sequence one fifth; a zero advantage nothing
+    batch = [rollout("propose", 8, -1.0), rollout("propose", 30, 0.0)]
+    batch += [rollout("solve", 2, a) for a in (1.0, -1.0, 1.0, -1.0)]
+    assert _propose_share(batch, "token") == {"propose_share": 0.5}
+    assert _propose_share(batch, "sequence") == {"propose_share": 0.2}
+    assert _propose_share(batch[1:2], "token") == {}  # no gradient, no share
+    model = tiny_model()
+    stats = train_once(model, rollouts(model), [1.0, 0.0, -0.5, 0.0, 2.0, 0.0], micro_batch=2)
+    assert stats["propose_share"] == 0.0  # answers alone
