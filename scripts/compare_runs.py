@@ -49,6 +49,7 @@ CURVES = (
     "curriculum/trapo_admitted",
     "curriculum/pool_size",
     "update/entropy",
+    "update/propose_share",
     "eval/cruxeval_o/pass@1",
     "eval/cruxeval_i/pass@1",
     "eval/gsm8k/pass@1",

@@ -51,7 +51,7 @@ from selfplay.types import Rollout
 if TYPE_CHECKING:
     from selfplay.config import TrainerConfig
 
-__all__ = ["MicroBatch", "collate", "token_logprobs", "policy_update"]
+__all__ = ["MicroBatch", "collate", "token_logprobs", "policy_update", "propose_share"]
 
 #: attention implementations that take a 4-D mask, so that completions can share a prompt
 MASKED_ATTENTION = ("sdpa", "eager")
@@ -355,7 +355,7 @@ class _Statistics:
         out["optimizer_steps"] = float(self.steps)
         out["zero_advantage_skipped"] = float(skipped)
         out.update(_token_counts(rollouts, config.kl_coef == 0))
-        out.update(_propose_share(rollouts, config.aggregation))
+        out.update(propose_share(rollouts, config.aggregation))
         out["lr"] = self.lr
         return out
 
@@ -391,7 +391,7 @@ def _token_counts(rollouts, skippable: bool) -> dict[str, float]:
     }
 
 
-def _propose_share(rollouts, aggregation: str) -> dict[str, float]:
+def propose_share(rollouts, aggregation: str) -> dict[str, float]:
     """`propose_share`: the proposer's share of the policy gradient's weight, sum |A| x w over
     its rollouts against over all, w a rollout's weight in the loss (its tokens under token
     aggregation, 1 under sequence). With token aggregation a proposal of 80 tokens weighs

@@ -10,7 +10,7 @@ from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from selfplay.config import TrainerConfig
-from selfplay.trainer.update import _propose_share, collate, policy_update, token_logprobs
+from selfplay.trainer.update import collate, policy_update, propose_share, token_logprobs
 from selfplay.types import Rollout
 
 
@@ -271,9 +271,9 @@ def test_the_proposers_share_of_the_update_follows_the_aggregation():
     # the proposal carries half of the weight, by sequence one fifth; a zero advantage nothing
     batch = [rollout("propose", 8, -1.0), rollout("propose", 30, 0.0)]
     batch += [rollout("solve", 2, a) for a in (1.0, -1.0, 1.0, -1.0)]
-    assert _propose_share(batch, "token") == {"propose_share": 0.5}
-    assert _propose_share(batch, "sequence") == {"propose_share": 0.2}
-    assert _propose_share(batch[1:2], "token") == {}  # no gradient, no share
+    assert propose_share(batch, "token") == {"propose_share": 0.5}
+    assert propose_share(batch, "sequence") == {"propose_share": 0.2}
+    assert propose_share(batch[1:2], "token") == {}  # no gradient, no share
     model = tiny_model()
     stats = train_once(model, rollouts(model), [1.0, 0.0, -0.5, 0.0, 2.0, 0.0], micro_batch=2)
     assert stats["propose_share"] == 0.0  # answers alone

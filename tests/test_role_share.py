@@ -1,0 +1,61 @@
+"""scripts/role_share.py: the proposer's share of a run's policy update, recomputed from the
+rollouts the run wrote (plain or gzipped), by token and by sequence."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "role_share.py"
+
+
+def rows(step: int) -> list[dict]:
+    """A step's rollouts: one proposal of 8 tokens, four answers of 2, one proposal with no
+    advantage (no weight)."""
+    out = [
+        {"step": step, "role": "propose", "tokens": 8, "advantage": -1.0},
+        {"step": step, "role": "propose", "tokens": 30, "advantage": 0.0},
+    ]
+    out += [{"step": step, "role": "solve", "tokens": 2, "advantage": a}
+            for a in (1.0, -1.0, 1.0, -1.0)]  # fmt: skip
+    return out
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_shares_by_token_and_by_sequence_over_the_steps_asked(tmp_path):
+    plain, packed = tmp_path / "plain", tmp_path / "packed"
+    plain.mkdir(), packed.mkdir()
+    lines = [json.dumps(r) + "\n" for r in rows(1) + rows(2)]
+    (plain / "samples.jsonl").write_text("".join(lines))
+    late = {"step": 3, "role": "propose", "tokens": 100, "advantage": 5.0}  # outside 1-2
+    with gzip.open(packed / "samples.jsonl.gz", "wt") as f:
+        f.writelines([*lines, json.dumps(late) + "\n"])
+    done = run(str(plain), str(packed), "--steps", "1", "2")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    for name in ("plain", "packed"):
+        assert summary[name]["propose_share"] == {"token": 0.5, "sequence": 0.2}
+        assert summary[name]["rollouts_tokens"] == {"propose": [4, 76], "solve": [8, 16]}
+    assert "0.500 by token, 0.200 by sequence" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "no samples.jsonl"), ("{broken\n", "not a JSON line"), ("", "no rollouts")],
+)
+def test_a_run_without_readable_rollouts_is_a_clear_error(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "samples.jsonl").write_text(content)
+    done = run(str(tmp_path))
+    assert done.returncode != 0
+    assert message in done.stderr
