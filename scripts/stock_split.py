@@ -16,7 +16,6 @@ executor); the records are the `samples.jsonl` of `selfplay eval cruxeval --out`
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from selfplay.config import ExecutorConfig  # noqa: E402
 from selfplay.eval.paired import mcnemar_exact  # noqa: E402
 from selfplay.executor import Executor  # noqa: E402
 from selfplay.executor.values import canonical_from_text  # noqa: E402
-from selfplay.trivial import stock_inputs  # noqa: E402
+from selfplay.trivial import literal_arguments, stock_inputs  # noqa: E402
 
 
 def records(folder: Path) -> dict[tuple[str, int], dict]:
@@ -44,15 +43,11 @@ def records(folder: Path) -> dict[tuple[str, int], dict]:
 def literal_text(answer: str) -> str | None:
     """An answer's argument list written as `stock_inputs` writes one (repr of every value), or
     None where it is not a list of literals (or there is no answer)."""
-    if not isinstance(answer, str):
+    parsed = literal_arguments(answer) if isinstance(answer, str) else None
+    if parsed is None:
         return None
-    try:
-        call = ast.parse(f"f({answer}\n)", mode="eval").body
-        args = [repr(ast.literal_eval(a)) for a in call.args]
-        kwargs = [f"{k.arg}={ast.literal_eval(k.value)!r}" for k in call.keywords]
-    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
-        return None
-    return ", ".join(args + kwargs)
+    args, kwargs = parsed
+    return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
 
 
 def stock_solved(executor: Executor, items: list[dict]) -> set[str]:
