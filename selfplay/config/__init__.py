@@ -344,6 +344,12 @@ class TrainerConfig(Checked):
         "with kl_target: while the mean token entropy of a step's update is below this, "
         "kl_coef rises as for a KL 20% over the target",
     )
+    propose_weight: float = knob(
+        1.0,
+        "the proposer's rollouts' weight in the policy-gradient term (their advantages are "
+        "multiplied by it in the update; the KL term is not): with token aggregation a step's "
+        "few long proposals carry about half of the update (update/propose_share)",
+    )
     micro_batch: int = knob(4, "rollouts per forward/backward pass")
     share_prompts: bool = knob(
         True, "run a prompt through the model once for all of its completions (exact)"
@@ -362,6 +368,8 @@ class TrainerConfig(Checked):
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
         positive(self, "kl_horizon")
+        if self.propose_weight < 0:
+            raise ConfigError("trainer.propose_weight must be >= 0")
         if self.kl_coef < 0 or self.kl_target < 0:
             raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
         if self.kl_target > 0 and self.kl_coef == 0:

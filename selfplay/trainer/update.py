@@ -238,8 +238,10 @@ def policy_update(
 ) -> dict[str, float]:
     """Train on `rollouts`, each with its advantage; returns statistics averaged over the
     optimizer steps taken. `advantages`, where given, stand in for the rollouts' own. From
-    `config` it takes the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the gradient
-    clip `max_grad_norm` and the loss's settings (`loss.policy_loss`); `pad_id` pads rows.
+    `config` it takes the proposer's weight (`propose_weight`: a proposal's advantage is
+    multiplied by it), the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
+    gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`); `pad_id` pads
+    rows.
     `reference` is the frozen model of the KL term (needed when `config.kl_coef > 0`).
     `temperature` is the one the rollouts were sampled at; `seed` draws the mini-batches.
 
@@ -254,6 +256,11 @@ def policy_update(
         raise ValueError("kl_coef > 0 needs a reference model")
     if advantages is not None:
         rollouts = [replace(r, advantage=a) for r, a in zip(rollouts, advantages, strict=True)]
+    if config.propose_weight != 1.0:
+        rollouts = [
+            replace(r, advantage=r.advantage * config.propose_weight) if r.role == "propose" else r
+            for r in rollouts
+        ]
     share = share or Ranks()
     attention = attention_of(accelerator.unwrap_model(model))
     plan, skipped = _plan(rollouts, config, seed, share)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import torch
@@ -68,13 +69,18 @@ def train_once(
     kl_coef=0.0,
     reference=None,
     share_prompts: bool = True,
+    propose_weight: float = 1.0,
 ) -> dict:
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     settings = TrainerConfig(
-        micro_batch=micro_batch, max_grad_norm=1e9, kl_coef=kl_coef, share_prompts=share_prompts
+        micro_batch=micro_batch,
+        max_grad_norm=1e9,
+        kl_coef=kl_coef,
+        share_prompts=share_prompts,
+        propose_weight=propose_weight,
     )
     return policy_update(
         accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
@@ -277,3 +283,22 @@ def test_the_proposers_share_of_the_update_follows_the_aggregation():
     model = tiny_model()
     stats = train_once(model, rollouts(model), [1.0, 0.0, -0.5, 0.0, 2.0, 0.0], micro_batch=2)
     assert stats["propose_share"] == 0.0  # answers alone
+
+
+def test_the_proposers_weight_scales_its_advantages_in_the_update():
+    model = tiny_model()
+    data = [replace(r, role="propose") if i < 3 else r for i, r in enumerate(rollouts(model))]
+    advantages = [1.0, -0.5, 2.0, -1.0, 0.5, 1.5]
+    weighted, scaled = tiny_model(), tiny_model()
+    stats = train_once(weighted, data, advantages, micro_batch=2, propose_weight=0.25)
+    by_hand = [a * 0.25 if r.role == "propose" else a for r, a in zip(data, advantages)]
+    train_once(scaled, data, by_hand, micro_batch=2)
+    for (name, a), b in zip(weighted.state_dict().items(), scaled.state_dict().values()):
+        assert torch.allclose(a, b, atol=1e-6), name
+    assert stats["propose_share"] == pytest.approx(
+        propose_share([replace(r, advantage=a) for r, a in zip(data, by_hand)], "token")[
+            "propose_share"
+        ]
+    )
+    silent = train_once(tiny_model(), data, advantages, micro_batch=2, propose_weight=0.0)
+    assert silent["propose_share"] == 0.0 and silent["zero_advantage_skipped"] == 3
