@@ -1,13 +1,17 @@
-"""How much of each step's policy update the proposer's rollouts carry, from a run's rollouts.
+"""How much of a run's policy updates the proposer's rollouts carry, from the rollouts it wrote.
 
     .venv/bin/python scripts/role_share.py results/learn-long results/learn20-seed1 --steps 1 20
 
-A run logs it as `update/propose_share` (`selfplay.trainer.update.propose_share`); this
-recomputes it from the rollouts a run wrote (`samples.jsonl`, or the `samples.jsonl.gz` kept
-under `results/`), so that runs from before the metric can be read too. Per run: the rollouts
-and completion tokens of each role over the steps, and the proposer's share of the weight
-(sum |advantage| x weight) under token aggregation (weight: the completion's tokens) and under
-sequence aggregation (weight 1). The last line is a JSON object of the same.
+A run logs it per step as `update/propose_share` (`selfplay.trainer.update.propose_share`: the
+proposer's share of the loss's advantage weight, sum |A| x w, w a rollout's tokens under token
+aggregation and 1 under sequence aggregation). This recomputes it from the rollouts a run wrote
+(`samples.jsonl`, or the `samples.jsonl.gz` kept under `results/`), so that runs from before
+the metric can be read too, pooled over the steps asked (one ratio of sums, not a mean of the
+per-step values). Per run: the rollouts and completion tokens of each role, and the share by
+token and by sequence of the advantages as written, and as trained: with the run's
+`trainer.aggregation` and `trainer.propose_weight` from its `config.yaml` (the rollouts are
+written before the weight is applied). The last line is a JSON object of the same, keyed by
+the folders as given.
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from selfplay.trainer.update import propose_share  # noqa: E402
 
 
 def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:
-    """The run's rollouts of steps `first`-`last`, with what the share needs."""
+    """The run's rollouts of steps `first`-`last`, with what the share needs. A line that is
+    not JSON (the half-written last line of a run still going) is skipped, with a warning."""
     path = next((p for p in (run / "samples.jsonl", run / "samples.jsonl.gz") if p.exists()), None)
     if path is None:
         raise SystemExit(f"{run}: no samples.jsonl or samples.jsonl.gz (run.log_samples)")
@@ -33,10 +40,13 @@ def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:
     out = []
     with opener(path, "rt") as lines:
         for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as error:
-                raise SystemExit(f"{path}:{number}: not a JSON line ({error})") from None
+                print(f"{path}:{number}: skipped, not a JSON line ({error})", file=sys.stderr)
+                continue
             if first <= row["step"] <= last:
                 ids = range(row["tokens"])  # the share needs the count only
                 out.append(SimpleNamespace(role=row["role"], completion_ids=ids,
@@ -44,6 +54,27 @@ def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:
     if not out:
         raise SystemExit(f"{path}: no rollouts in steps {first}-{last}")
     return out
+
+
+def trained_as(run: Path) -> tuple[str, float]:
+    """The run's (trainer.aggregation, trainer.propose_weight), the defaults without a
+    `config.yaml` or where it predates them."""
+    path = run / "config.yaml"
+    trainer = (yaml.safe_load(path.read_text()) or {}).get("trainer", {}) if path.exists() else {}
+    return trainer.get("aggregation", "token"), float(trainer.get("propose_weight", 1.0))
+
+
+def shares(batch: list[SimpleNamespace], aggregation: str, weight: float) -> dict:
+    as_trained = [
+        SimpleNamespace(**{**vars(r), "advantage": r.advantage * weight})
+        if r.role == "propose" else r
+        for r in batch
+    ]  # fmt: skip
+    return {
+        "token": propose_share(batch, "token"),
+        "sequence": propose_share(batch, "sequence"),
+        "as_trained": propose_share(as_trained, aggregation),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,16 +92,21 @@ def main(argv: list[str] | None = None) -> None:
                    sum(len(r.completion_ids) for r in batch if r.role == role)]
             for role in ("propose", "solve")
         }  # fmt: skip
-        # no rollout with an advantage: no share (None)
-        shares = {
-            how: propose_share(batch, how).get("propose_share") for how in ("token", "sequence")
+        aggregation, weight = trained_as(run)
+        share = shares(batch, aggregation, weight)  # None: no rollout with an advantage
+        shown = {how: "none" if s is None else f"{s:.3f}" for how, s in share.items()}
+        summary[str(run)] = {
+            "rollouts_tokens": counts,
+            "propose_share": share,
+            "aggregation": aggregation,
+            "propose_weight": weight,
         }
-        shown = {how: "none" if s is None else f"{s:.3f}" for how, s in shares.items()}
-        summary[run.name] = {"rollouts_tokens": counts, "propose_share": shares}
         print(
-            f"{run.name}: proposals {counts['propose'][0]} ({counts['propose'][1]} tokens), "
+            f"{run}: proposals {counts['propose'][0]} ({counts['propose'][1]} tokens), "
             f"answers {counts['solve'][0]} ({counts['solve'][1]} tokens); the proposer's share "
-            f"of the update: {shown['token']} by token, {shown['sequence']} by sequence"
+            f"of the advantage weight: {shown['token']} by token, {shown['sequence']} by "
+            f"sequence; as trained ({aggregation}, propose_weight {weight:g}): "
+            f"{shown['as_trained']}"
         )
     print(json.dumps(summary))
 

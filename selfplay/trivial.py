@@ -191,7 +191,8 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
 
 def literal_arguments(text: str) -> tuple[list, dict] | None:
     """The positional and keyword values of a literal argument list, read as the arguments of a
-    call of f; None where it is not one (an expression, `*` or `**`, text that closes the call)."""
+    call of f; None where it is not one (an expression, `*` or `**`, a keyword given twice,
+    text that closes the call)."""
     try:
         call = ast.parse(f"f({text}\n)", mode="eval").body
         if not isinstance(call, ast.Call):
@@ -200,7 +201,7 @@ def literal_arguments(text: str) -> tuple[list, dict] | None:
         kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return None
-    if any(k is None for k in kwargs):
+    if None in kwargs or len(kwargs) != len(call.keywords):  # `**` or a name given twice
         return None
     return args, kwargs
 

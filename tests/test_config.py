@@ -39,6 +39,8 @@ def test_defaults_and_overrides(tmp_path):
         (["executor.extra_modules=[os]"], "extra_modules"),
         (["seed.labeled_limit=-5"], "seed.labeled_limit must be 0"),
         (["nonsense"], "section.field=value"),
+        (["trainer.propose_weight=-1"], "trainer.propose_weight must be a finite number"),
+        (["trainer.propose_weight=.nan"], "trainer.propose_weight must be a finite number"),
     ],
 )
 def test_bad_configuration_is_refused_clearly(overrides, message):

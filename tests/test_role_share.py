@@ -1,5 +1,5 @@
-"""scripts/role_share.py: the proposer's share of a run's policy update, recomputed from the
-rollouts the run wrote (plain or gzipped), by token and by sequence."""
+"""scripts/role_share.py: the proposer's share of a run's policy updates, recomputed from the
+rollouts the run wrote (plain or gzipped), by token, by sequence and as the run trained."""
 
 from __future__ import annotations
 
@@ -32,26 +32,45 @@ def run(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_shares_by_token_and_by_sequence_over_the_steps_asked(tmp_path):
+def test_shares_by_token_by_sequence_and_as_trained_over_the_steps_asked(tmp_path):
     plain, packed = tmp_path / "plain", tmp_path / "packed"
     plain.mkdir(), packed.mkdir()
     lines = [json.dumps(r) + "\n" for r in rows(1) + rows(2)]
-    (plain / "samples.jsonl").write_text("".join(lines))
+    # a half-written last line, as a run still going leaves it, is skipped
+    (plain / "samples.jsonl").write_text("".join(lines) + '{"step": 2, "ro')
     late = {"step": 3, "role": "propose", "tokens": 100, "advantage": 5.0}  # outside 1-2
     with gzip.open(packed / "samples.jsonl.gz", "wt") as f:
         f.writelines([*lines, json.dumps(late) + "\n"])
+    # trained by sequence with the proposals' advantages halved: 0.5 of 2.5 per step
+    (packed / "config.yaml").write_text(
+        "trainer:\n  aggregation: sequence\n  propose_weight: 0.5\n"
+    )
     done = run(str(plain), str(packed), "--steps", "1", "2")
     assert done.returncode == 0, done.stderr
+    assert "skipped, not a JSON line" in done.stderr
     summary = json.loads(done.stdout.splitlines()[-1])
-    for name in ("plain", "packed"):
-        assert summary[name]["propose_share"] == {"token": 0.5, "sequence": 0.2}
-        assert summary[name]["rollouts_tokens"] == {"propose": [4, 76], "solve": [8, 16]}
+    for folder in (plain, packed):
+        got = summary[str(folder)]
+        assert got["propose_share"]["token"] == 0.5
+        assert got["propose_share"]["sequence"] == 0.2
+        assert got["rollouts_tokens"] == {"propose": [4, 76], "solve": [8, 16]}
+    assert summary[str(plain)]["propose_share"]["as_trained"] == 0.5  # no config: by token
+    assert summary[str(packed)]["propose_share"]["as_trained"] == pytest.approx(0.5 / 4.5)
     assert "0.500 by token, 0.200 by sequence" in done.stdout
 
 
+def test_a_run_with_no_advantage_has_no_share(tmp_path):
+    (tmp_path / "samples.jsonl").write_text(
+        json.dumps({"step": 1, "role": "solve", "tokens": 3, "advantage": 0.0}) + "\n"
+    )
+    done = run(str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "none by token, none by sequence" in done.stdout
+    assert json.loads(done.stdout.splitlines()[-1])[str(tmp_path)]["propose_share"]["token"] is None
+
+
 @pytest.mark.parametrize(
-    ("content", "message"),
-    [(None, "no samples.jsonl"), ("{broken\n", "not a JSON line"), ("", "no rollouts")],
+    ("content", "message"), [(None, "no samples.jsonl"), ("{broken\n", "no rollouts")]
 )
 def test_a_run_without_readable_rollouts_is_a_clear_error(tmp_path, content, message):
     if content is not None:

@@ -9,6 +9,7 @@ from selfplay.trivial import (
     STOCK_INPUTS,
     copy_solves,
     ignores_input,
+    literal_arguments,
     probe_inputs,
     stock_inputs,
     trivial_reasons,
@@ -178,3 +179,21 @@ def test_the_abduction_proposer_is_told_that_guessable_inputs_are_discarded():
     assert "must not be guessable" in text("abduction", True)
     assert "must not be guessable" not in text("abduction", False)
     assert "must not be guessable" not in text("deduction", True)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3, 'a'", ([3, "a"], {})),
+        ("[1, 2],\n  x=1", ([[1, 2]], {"x": 1})),
+        ("", ([], {})),
+        ("a=1, a=2", None),  # no call of f can give a name twice
+        ("**{'a': 1}", None),
+        ("*[1]", None),
+        ("1) + (2", None),  # closes the call
+        ("len('ab')", None),  # an expression
+        ("1, ", ([1], {})),
+    ],
+)
+def test_literal_arguments_reads_only_a_literal_argument_list(text, expected):
+    assert literal_arguments(text) == expected

@@ -15,6 +15,7 @@ fixed set of values is a `Literal`, which that machinery checks and documents; a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -346,9 +347,10 @@ class TrainerConfig(Checked):
     )
     propose_weight: float = knob(
         1.0,
-        "the proposer's rollouts' weight in the policy-gradient term (their advantages are "
-        "multiplied by it in the update; the KL term is not): with token aggregation a step's "
-        "few long proposals carry about half of the update (update/propose_share)",
+        "the proposer's rollouts' weight in the policy-gradient term: their advantages are "
+        "multiplied by it in the update (the KL term is not, and their tokens stay in a token "
+        "mean's denominator, so the solver's gradient is unchanged; at 0 they are skipped as "
+        "zero-advantage rollouts). update/propose_share logs the proposer's share after it",
     )
     micro_batch: int = knob(4, "rollouts per forward/backward pass")
     share_prompts: bool = knob(
@@ -368,8 +370,8 @@ class TrainerConfig(Checked):
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
         positive(self, "kl_horizon")
-        if self.propose_weight < 0:
-            raise ConfigError("trainer.propose_weight must be >= 0")
+        if not (math.isfinite(self.propose_weight) and self.propose_weight >= 0):
+            raise ConfigError("trainer.propose_weight must be a finite number >= 0")
         if self.kl_coef < 0 or self.kl_target < 0:
             raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
         if self.kl_target > 0 and self.kl_coef == 0:

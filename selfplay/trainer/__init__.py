@@ -30,10 +30,11 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    gets A = 0 everywhere.
 7. Update (`update`, `loss`). Log-probabilities of the sampled tokens are recomputed under the
    current weights; per token, l = -min(rho A, clip(rho, 1 - clip_low, 1 + clip_high) A) with
-   rho = exp(logp_new - logp_sample), aggregated over all completion tokens of a mini-batch
-   (`trainer.aggregation: token`; `sequence` averages per completion first; a proposal's A
-   is multiplied by `trainer.propose_weight`, 1 by default: by token a step's few long
-   proposals carry about half of the update, `update/propose_share`), plus
+   rho = exp(logp_new - logp_sample) and A the rollout's advantage (times
+   `trainer.propose_weight` for a proposal: `update/propose_share` logs the proposer's share
+   of the advantage weight, about half by token in `learn-long`), aggregated over all
+   completion tokens of a mini-batch (`trainer.aggregation: token`; `sequence` averages per
+   completion first), plus
    `trainer.kl_coef` times the k3 estimate of KL(policy || initial policy) when kl_coef > 0
    (with `trainer.kl_target`, the coefficient adapts after each step: `kl_control`).
    The rollouts are split into `trainer.mini_batches` optimizer steps (AdamW, linear warm-up

@@ -277,28 +277,33 @@ def test_the_proposers_share_of_the_update_follows_the_aggregation():
     # the proposal carries half of the weight, by sequence one fifth; a zero advantage nothing
     batch = [rollout("propose", 8, -1.0), rollout("propose", 30, 0.0)]
     batch += [rollout("solve", 2, a) for a in (1.0, -1.0, 1.0, -1.0)]
-    assert propose_share(batch, "token") == {"propose_share": 0.5}
-    assert propose_share(batch, "sequence") == {"propose_share": 0.2}
-    assert propose_share(batch[1:2], "token") == {}  # no gradient, no share
+    assert propose_share(batch, "token") == 0.5
+    assert propose_share(batch, "sequence") == 0.2
+    assert propose_share(batch[1:2], "token") is None  # no advantage weight, no share
+    with pytest.raises(ValueError, match="aggregation"):
+        propose_share(batch, "mean")
     model = tiny_model()
     stats = train_once(model, rollouts(model), [1.0, 0.0, -0.5, 0.0, 2.0, 0.0], micro_batch=2)
     assert stats["propose_share"] == 0.0  # answers alone
 
 
-def test_the_proposers_weight_scales_its_advantages_in_the_update():
+@pytest.mark.parametrize("kl_coef", [0.0, 0.1])
+def test_the_proposers_weight_scales_its_advantages_in_the_update(kl_coef):
+    """The weight acts as advantages scaled by hand would, with the KL term on as well (which
+    it leaves alone)."""
     model = tiny_model()
     data = [replace(r, role="propose") if i < 3 else r for i, r in enumerate(rollouts(model))]
     advantages = [1.0, -0.5, 2.0, -1.0, 0.5, 1.5]
-    weighted, scaled = tiny_model(), tiny_model()
-    stats = train_once(weighted, data, advantages, micro_batch=2, propose_weight=0.25)
     by_hand = [a * 0.25 if r.role == "propose" else a for r, a in zip(data, advantages)]
-    train_once(scaled, data, by_hand, micro_batch=2)
+    reference = tiny_model(seed=1) if kl_coef else None
+    kl = {"kl_coef": kl_coef, "reference": reference}
+    weighted, scaled = tiny_model(), tiny_model()
+    stats = train_once(weighted, data, advantages, micro_batch=2, propose_weight=0.25, **kl)
+    train_once(scaled, data, by_hand, micro_batch=2, **kl)
     for (name, a), b in zip(weighted.state_dict().items(), scaled.state_dict().values()):
         assert torch.allclose(a, b, atol=1e-6), name
-    assert stats["propose_share"] == pytest.approx(
-        propose_share([replace(r, advantage=a) for r, a in zip(data, by_hand)], "token")[
-            "propose_share"
-        ]
-    )
-    silent = train_once(tiny_model(), data, advantages, micro_batch=2, propose_weight=0.0)
-    assert silent["propose_share"] == 0.0 and silent["zero_advantage_skipped"] == 3
+    expected = propose_share([replace(r, advantage=a) for r, a in zip(data, by_hand)], "token")
+    assert stats["propose_share"] == pytest.approx(expected)
+    silent = train_once(tiny_model(), data, advantages, micro_batch=2, propose_weight=0.0, **kl)
+    assert silent["propose_share"] == 0.0
+    assert silent["zero_advantage_skipped"] == (0 if kl_coef else 3)
