@@ -335,7 +335,8 @@ class _Statistics:
     """What an update reports, summed over its micro-batches and optimizer steps."""
 
     def __init__(self, lr: float):
-        self.parts = {"loss": 0.0, "kl_ref": 0.0}  # of the mini-batch's loss, summed over ranks
+        # summed over ranks: the mini-batch's loss; the KL's sum over tokens, and the tokens
+        self.parts = {"loss": 0.0, "kl_sum": 0.0, "kl_tokens": 0.0}
         self.means: dict[str, float] = {}  # per-micro-batch statistics, summed
         self.micro_count = self.real_count = self.steps = 0
         self.grad_norms = 0.0
@@ -343,10 +344,13 @@ class _Statistics:
 
     def micro_batch(self, loss, stats, entropy, batch, per_step: int, real: bool) -> None:
         self.micro_count += 1
-        # the loss and KL of a micro-batch are parts of the mini-batch's (same denominator):
-        # scaled so that their average over micro-batches is the whole
+        # the loss of a micro-batch is a part of the mini-batch's (same denominator): scaled so
+        # that its average over micro-batches is the whole. The KL is reported per token
+        # whatever the loss's aggregation (what `trainer.kl_target` is a target for).
         self.parts["loss"] += float(loss.detach()) * per_step
-        self.parts["kl_ref"] += stats.pop("kl_ref", 0.0) * per_step
+        stats.pop("kl_ref", None)
+        self.parts["kl_sum"] += stats.pop("kl_ref_sum", 0.0)
+        self.parts["kl_tokens"] += float(batch.mask.sum())
         if not real:
             return
         tokens = batch.mask.sum().clamp(min=1)
@@ -440,8 +444,10 @@ def _combine(
     if not micro_count:
         return {}
     out = {}
-    for name in ("loss", "kl_ref") if kl else ("loss",):
-        out[name] = sum(p[name] for p, _, _ in gathered) / micro_count
+    out["loss"] = sum(p["loss"] for p, _, _ in gathered) / micro_count
+    if kl:  # the mean KL per token over every token of the update, on every rank
+        tokens = sum(p["kl_tokens"] for p, _, _ in gathered)
+        out["kl_ref"] = sum(p["kl_sum"] for p, _, _ in gathered) / max(1.0, tokens)
     real = sum(count for _, _, count in gathered)
     # every rank's names: a rank whose micro-batches were all padding has none of its own
     for name in sorted({name for _, m, _ in gathered for name in m}):

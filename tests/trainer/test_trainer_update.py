@@ -70,6 +70,7 @@ def train_once(
     reference=None,
     share_prompts: bool = True,
     propose_weight: float = 1.0,
+    aggregation: str = "token",
 ) -> dict:
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
@@ -81,6 +82,7 @@ def train_once(
         kl_coef=kl_coef,
         share_prompts=share_prompts,
         propose_weight=propose_weight,
+        aggregation=aggregation,
     )
     return policy_update(
         accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
@@ -211,9 +213,12 @@ def test_positive_advantage_raises_the_sampled_tokens_probability():
     assert logp[batch.mask > 0].sum() > batch.old_logp[batch.mask > 0].sum()
 
 
-def test_kl_to_the_reference_pulls_the_policy_back():
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_kl_to_the_reference_pulls_the_policy_back(aggregation):
     """With every advantage 0, only the KL term acts: it moves the policy towards the
-    reference, and zero-advantage rollouts are no longer skipped."""
+    reference, and zero-advantage rollouts are no longer skipped. The KL reported is the mean
+    per token whatever the loss's aggregation (the completions differ in length, so a mean of
+    per-completion means would differ)."""
     model, reference = tiny_model(seed=0), tiny_model(seed=1)
     data = rollouts(model)
     with pytest.raises(ValueError, match="reference"):
@@ -228,7 +233,8 @@ def test_kl_to_the_reference_pulls_the_policy_back():
         return float((delta.exp() - delta - 1).mean())
 
     before = kl()
-    stats = train_once(model, data, [0.0] * 6, 2, lr=0.05, kl_coef=1.0, reference=reference)
+    kl_only = {"lr": 0.05, "kl_coef": 1.0, "reference": reference, "aggregation": aggregation}
+    stats = train_once(model, data, [0.0] * 6, 2, **kl_only)
     assert stats["zero_advantage_skipped"] == 0 and stats["optimizer_steps"] == 1
     assert stats["kl_ref"] == pytest.approx(before, rel=1e-4)
     assert kl() < before
