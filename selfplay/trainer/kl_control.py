@@ -3,15 +3,15 @@
 With `trainer.kl_target` > 0 the coefficient follows PPO's adaptive KL controller (Ziegler et
 al. 2019, "Fine-Tuning Language Models from Human Preferences"; verl's
 `AdaptiveKLController`): after each update, with KL the step's mean k3 estimate per token of
-KL(policy || initial policy) (`update/kl_ref`),
+KL(policy || initial policy) (`update/kl_ref`, per token under either `trainer.aggregation`),
 
     e = clip(KL / kl_target - 1, -0.2, 0.2)
     kl_coef <- kl_coef * (1 + e / kl_horizon)
 
 so a policy that drifts past the target is pulled back harder, and one that stays near the
 initial model is let go. The KL is that of the weights the update started from (all of a
-step's log-probabilities are taken before its optimizer step, with one mini-batch): 0 at the
-first step, so the coefficient first moves down.
+step's log-probabilities are taken before its optimizer step, with one mini-batch and one
+epoch): 0 at the first step, so the coefficient first moves down.
 
 The controller guards against the collapse a self-play run falls into: as the policy drifts
 its token entropy falls and its proposals turn into copies (observed without a KL term:

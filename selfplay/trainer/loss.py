@@ -90,6 +90,7 @@ def policy_loss(
         kl = torch.exp(delta) - delta - 1
         kl_term = _aggregate(kl, mask, config.aggregation, denominator)
         loss = loss + config.kl_coef * kl_term
-        stats["kl_ref"] = float(kl_term.detach())  # as the loss aggregates it
-        stats["kl_ref_sum"] = float((kl.detach() * mask).sum())  # for a token mean over batches
+        # the KL summed over the completion tokens: the update reports it per token over all
+        # of its micro-batches, whatever the aggregation (`update._combine`)
+        stats["kl_ref_sum"] = float((kl.detach() * mask).sum())
     return loss, stats

@@ -244,7 +244,8 @@ def policy_update(
     share: Ranks | None = None,
 ) -> dict[str, float]:
     """Train on `rollouts`, each with its advantage; returns statistics averaged over the
-    optimizer steps taken. `advantages`, where given, stand in for the rollouts' own. From
+    optimizer steps taken (`kl_ref`: the mean KL per token over the whole update).
+    `advantages`, where given, stand in for the rollouts' own. From
     `config` it takes the proposer's weight (`propose_weight`: a proposal's advantage is
     multiplied by it), the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
     gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`); `pad_id` pads
@@ -348,7 +349,6 @@ class _Statistics:
         # that its average over micro-batches is the whole. The KL is reported per token
         # whatever the loss's aggregation (what `trainer.kl_target` is a target for).
         self.parts["loss"] += float(loss.detach()) * per_step
-        stats.pop("kl_ref", None)
         self.parts["kl_sum"] += stats.pop("kl_ref_sum", 0.0)
         self.parts["kl_tokens"] += float(batch.mask.sum())
         if not real:
@@ -437,9 +437,10 @@ def loss_weight(rollout, aggregation: str) -> int:
 def _combine(
     share: Ranks, parts: dict, means: dict, micro_count: int, real_count: int, kl: bool
 ) -> dict[str, float]:
-    """The statistics of the whole update from every rank's: the loss (and KL) parts summed
-    over ranks, per-micro-batch statistics averaged over every rank's real micro-batches.
-    Every rank runs `micro_count` micro-batches."""
+    """The statistics of the whole update from every rank's: the loss's parts summed over
+    ranks / `micro_count`; the KL as the sum over ranks of `kl_sum` / of `kl_tokens`;
+    per-micro-batch statistics averaged over every rank's real micro-batches. Every rank runs
+    `micro_count` micro-batches."""
     gathered = share.gather((parts, means, real_count))
     if not micro_count:
         return {}

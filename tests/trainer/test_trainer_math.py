@@ -99,7 +99,7 @@ def test_kl_penalty_k3():
     settings = TrainerConfig(kl_coef=0.1)
     loss, stats = policy_loss(new, new, torch.tensor([0.0]), mask, settings, ref_logp=ref)
     k3 = 0.5 - math.log(0.5) - 1  # exp(d) - d - 1 with d = log(0.25 / 0.5)
-    assert stats["kl_ref"] == pytest.approx(k3)
+    assert stats["kl_ref_sum"] == pytest.approx(k3)  # one token
     assert float(loss) == pytest.approx(0.1 * k3)
     with pytest.raises(ValueError, match="reference"):
         policy_loss(new, new, torch.tensor([0.0]), mask, settings)

@@ -71,6 +71,8 @@ def train_once(
     share_prompts: bool = True,
     propose_weight: float = 1.0,
     aggregation: str = "token",
+    mini_batches: int = 1,
+    ppo_epochs: int = 1,
 ) -> dict:
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
@@ -83,6 +85,8 @@ def train_once(
         share_prompts=share_prompts,
         propose_weight=propose_weight,
         aggregation=aggregation,
+        mini_batches=mini_batches,
+        ppo_epochs=ppo_epochs,
     )
     return policy_update(
         accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
@@ -238,6 +242,13 @@ def test_kl_to_the_reference_pulls_the_policy_back(aggregation):
     assert stats["zero_advantage_skipped"] == 0 and stats["optimizer_steps"] == 1
     assert stats["kl_ref"] == pytest.approx(before, rel=1e-4)
     assert kl() < before
+    # over two mini-batches of unequal tokens and two epochs, at a rate of 0 (the KL stays),
+    # still the mean per token of the whole update
+    now = kl()
+    kl_only["lr"] = 0.0
+    stats = train_once(model, data, [0.0] * 6, 1, mini_batches=2, ppo_epochs=2, **kl_only)
+    assert stats["optimizer_steps"] == 4
+    assert stats["kl_ref"] == pytest.approx(now, rel=1e-4)
 
 
 def test_mini_batches_mix_short_and_long_rollouts_and_are_sorted_within():
