@@ -65,15 +65,10 @@ def trained_as(run: Path) -> tuple[str, float]:
 
 
 def shares(batch: list[SimpleNamespace], aggregation: str, weight: float) -> dict:
-    as_trained = [
-        SimpleNamespace(**{**vars(r), "advantage": r.advantage * weight})
-        if r.role == "propose" else r
-        for r in batch
-    ]  # fmt: skip
     return {
         "token": propose_share(batch, "token"),
         "sequence": propose_share(batch, "sequence"),
-        "as_trained": propose_share(as_trained, aggregation),
+        "as_trained": propose_share(batch, aggregation, weight),
     }
 
 

@@ -245,12 +245,12 @@ def policy_update(
 ) -> dict[str, float]:
     """Train on `rollouts`, each with its advantage; returns statistics averaged over the
     optimizer steps taken (`kl_ref`: the mean KL per token over the whole update).
-    `advantages`, where given, stand in for the rollouts' own. From
-    `config` it takes the proposer's weight (`propose_weight`: a proposal's advantage is
-    multiplied by it), the batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the
-    gradient clip `max_grad_norm` and the loss's settings (`loss.policy_loss`); `pad_id` pads
-    rows. `reference` is the frozen model of the KL term (needed when `config.kl_coef > 0`).
-    `temperature` is the one the rollouts were sampled at; `seed` draws the mini-batches.
+    `advantages`, where given, stand in for the rollouts' own. From `config` it takes the
+    proposer's weight (`propose_weight`: a proposal's advantage is multiplied by it), the
+    batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the gradient clip `max_grad_norm`
+    and the loss's settings (`loss.policy_loss`); `pad_id` pads rows. `reference` is the
+    frozen model of the KL term (needed when `config.kl_coef > 0`). `temperature` is the one
+    the rollouts were sampled at; `seed` draws the mini-batches.
 
     With several processes every rank passes the whole step's rollouts and its `share`
     (`selfplay.distributed.Ranks`): mini-batches are cut the same way on every rank (same
@@ -410,16 +410,20 @@ def _token_counts(rollouts, skippable: bool) -> dict[str, float]:
     }
 
 
-def propose_share(rollouts: Sequence, aggregation: str) -> float | None:
+def propose_share(
+    rollouts: Sequence, aggregation: str, propose_weight: float = 1.0
+) -> float | None:
     """The proposer's share of the loss's advantage weight: sum |A| x w over its rollouts
-    against over all, w a rollout's weight in the loss (`loss_weight`); None where no rollout
-    has an advantage. A proxy for its share of the policy gradient (it leaves out clipping and
-    the size of each token's gradient). In `policy_update` it is taken after
-    `trainer.propose_weight`. By token, a proposal of 80 tokens weighs as much as five answers
-    of 16: in `learn-long` the proposals were 13% of the rollouts and 48% of this weight."""
+    against over all, w a rollout's weight in the loss (`loss_weight`), a proposal's advantage
+    multiplied by `propose_weight` (`trainer.propose_weight`; `policy_update` passes rollouts
+    it has already scaled); None where no rollout has an advantage. A proxy for its share of
+    the policy gradient (it leaves out clipping and the size of each token's gradient). By
+    token, a proposal of 80 tokens weighs as much as five answers of 16: in `learn-long` the
+    proposals were 13% of the rollouts and 48% of this weight."""
     parts = {"propose": 0.0, "solve": 0.0}
     for r in rollouts:
-        parts[r.role] += abs(r.advantage) * loss_weight(r, aggregation)
+        scale = propose_weight if r.role == "propose" else 1.0
+        parts[r.role] += abs(r.advantage) * scale * loss_weight(r, aggregation)
     total = sum(parts.values())
     return parts["propose"] / total if total else None
 

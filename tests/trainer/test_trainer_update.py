@@ -296,6 +296,8 @@ def test_the_proposers_share_of_the_update_follows_the_aggregation():
     batch += [rollout("solve", 2, a) for a in (1.0, -1.0, 1.0, -1.0)]
     assert propose_share(batch, "token") == 0.5
     assert propose_share(batch, "sequence") == 0.2
+    assert propose_share(batch, "token", propose_weight=0.25) == pytest.approx(2 / 10)
+    assert propose_share(batch, "token", propose_weight=0.0) == 0.0
     assert propose_share(batch[1:2], "token") is None  # no advantage weight, no share
     with pytest.raises(ValueError, match="aggregation"):
         propose_share(batch, "mean")
