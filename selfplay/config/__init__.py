@@ -352,6 +352,13 @@ class TrainerConfig(Checked):
         "mean's denominator, so the solver's gradient is unchanged; at 0 they are skipped as "
         "zero-advantage rollouts). update/propose_share logs the proposer's share after it",
     )
+    propose_kl_weight: float = knob(
+        1.0,
+        "the proposer's rollouts' weight in the KL term (with kl_coef > 0): their per-token KL "
+        "is multiplied by it in the loss; give it propose_weight's value to scale a proposal's "
+        "whole loss, so that a stronger pull is also held back more. update/kl_ref stays the "
+        "unweighted KL per token (what kl_target aims at)",
+    )
     micro_batch: int = knob(4, "rollouts per forward/backward pass")
     share_prompts: bool = knob(
         True, "run a prompt through the model once for all of its completions (exact)"
@@ -372,6 +379,8 @@ class TrainerConfig(Checked):
         positive(self, "kl_horizon")
         if not (math.isfinite(self.propose_weight) and self.propose_weight >= 0):
             raise ConfigError("trainer.propose_weight must be a finite number >= 0")
+        if not (math.isfinite(self.propose_kl_weight) and self.propose_kl_weight >= 0):
+            raise ConfigError("trainer.propose_kl_weight must be a finite number >= 0")
         if self.kl_coef < 0 or self.kl_target < 0:
             raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
         if self.kl_target > 0 and self.kl_coef == 0:

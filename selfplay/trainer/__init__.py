@@ -36,7 +36,8 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    completion tokens of a mini-batch (`trainer.aggregation: token`; `sequence` averages per
    completion first), plus
    `trainer.kl_coef` times the k3 estimate of KL(policy || initial policy) when kl_coef > 0
-   (with `trainer.kl_target`, the coefficient adapts after each step: `kl_control`).
+   (a proposal's KL times `trainer.propose_kl_weight`; with `trainer.kl_target`, the
+   coefficient adapts after each step: `kl_control`).
    The rollouts are split into `trainer.mini_batches` optimizer steps (AdamW, linear warm-up
    over `trainer.warmup_steps`, gradient-norm clip `trainer.max_grad_norm`), repeated for
    `trainer.ppo_epochs`; micro-batches of `trainer.micro_batch` accumulate gradients exactly.

@@ -60,11 +60,13 @@ def policy_loss(
     config: TrainerConfig,
     ref_logp: torch.Tensor | None = None,
     denominator: float | None = None,
+    kl_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Loss over (batch, tokens) log-probabilities of the sampled tokens; `mask` marks
-    completion tokens; `denominator` see `_aggregate`. From `config` it takes the clip range
-    (`clip_low`, `clip_high`), the `aggregation` and `kl_coef`. Returns the loss and
-    statistics."""
+    completion tokens; `denominator` see `_aggregate`; `kl_weights` (batch,) multiply each
+    sample's KL term (1 where None). From `config` it takes the clip range (`clip_low`,
+    `clip_high`), the `aggregation` and `kl_coef`. Returns the loss and statistics (the KL
+    in them unweighted)."""
     mask = mask.to(new_logp.dtype)
     advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
     old_logp = torch.where(old_logp.isnan(), new_logp.detach(), old_logp)
@@ -88,7 +90,8 @@ def policy_loss(
             raise ValueError("kl_coef > 0 needs the reference policy's log-probabilities")
         delta = ref_logp - new_logp
         kl = torch.exp(delta) - delta - 1
-        kl_term = _aggregate(kl, mask, config.aggregation, denominator)
+        weighted = kl if kl_weights is None else kl * kl_weights.to(kl.dtype).unsqueeze(-1)
+        kl_term = _aggregate(weighted, mask, config.aggregation, denominator)
         loss = loss + config.kl_coef * kl_term
         # the KL summed over the completion tokens: the update reports it per token over all
         # of its micro-batches, whatever the aggregation (`update._combine`)

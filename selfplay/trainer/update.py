@@ -88,6 +88,7 @@ class MicroBatch:
     mask: torch.Tensor  # (B, C) 1 where the target is a completion token
     old_logp: torch.Tensor  # (B, C) sampling-time log-probabilities, on the same grid
     advantages: torch.Tensor  # (B,)
+    kl_weights: torch.Tensor  # (B,) each rollout's weight in the KL term
 
     def to(self, device) -> MicroBatch:
         moved = {k: v.to(device) if torch.is_tensor(v) else v for k, v in vars(self).items()}
@@ -100,11 +101,13 @@ def collate(
     pad_id: int,
     share_prompts: bool = True,
     attention: str = "sdpa",
+    kl_weights: Sequence[float] | None = None,
 ) -> MicroBatch:
     """The micro-batch of `rollouts`: with `share_prompts` the rollouts of one prompt share a
     row, else every rollout has a row of its own. `attention` is the model's attention
     implementation: a boolean mask for `sdpa` (and the others that take one), an additive
-    float mask for `eager`."""
+    float mask for `eager`. `kl_weights` are the rollouts' weights in the KL term (1 each
+    where None)."""
     rows: dict[tuple[int, ...] | int, list[int]] = {}
     for b, r in enumerate(rollouts):
         rows.setdefault(r.prompt_ids if share_prompts else b, []).append(b)
@@ -144,8 +147,10 @@ def collate(
             old[b, :n] = torch.tensor(rollouts[b].logprobs)
             at += n
     adv = torch.tensor(list(advantages), dtype=torch.float32)
+    weights = [1.0] * len(rollouts) if kl_weights is None else list(kl_weights)
+    kl_w = torch.tensor(weights, dtype=torch.float32)
     visible = _visibility(segment, attention)
-    return MicroBatch(ids, visible, positions, keep, row, source, targets, mask, old, adv)
+    return MicroBatch(ids, visible, positions, keep, row, source, targets, mask, old, adv, kl_w)
 
 
 def _visibility(segment: torch.Tensor, attention: str) -> torch.Tensor:
@@ -246,7 +251,8 @@ def policy_update(
     """Train on `rollouts`, each with its advantage; returns statistics averaged over the
     optimizer steps taken (`kl_ref`: the mean KL per token over the whole update).
     `advantages`, where given, stand in for the rollouts' own. From `config` it takes the
-    proposer's weight (`propose_weight`: a proposal's advantage is multiplied by it), the
+    proposer's weights (`propose_weight`: a proposal's advantage is multiplied by it;
+    `propose_kl_weight`: its KL term is), the
     batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the gradient clip `max_grad_norm`
     and the loss's settings (`loss.policy_loss`); `pad_id` pads rows. `reference` is the
     frozen model of the KL term (needed when `config.kl_coef > 0`). `temperature` is the one
@@ -329,7 +335,8 @@ def _plan(
 def _micro_batch(rollouts, indices, pad_id, config, attention) -> MicroBatch:
     rows = [rollouts[i] for i in indices]
     advantages = [r.advantage for r in rows]
-    return collate(rows, advantages, pad_id, config.share_prompts, attention)
+    kl_weights = [config.propose_kl_weight if r.role == "propose" else 1.0 for r in rows]
+    return collate(rows, advantages, pad_id, config.share_prompts, attention, kl_weights)
 
 
 class _Statistics:
@@ -395,6 +402,7 @@ def _backward(accelerator, model, reference, batch, config, temperature, denomin
         config,
         ref_logp=ref_logp,
         denominator=denominator,
+        kl_weights=batch.kl_weights,
     )
     accelerator.backward(loss * world)
     return loss, stats, entropy

@@ -105,6 +105,19 @@ def test_kl_penalty_k3():
         policy_loss(new, new, torch.tensor([0.0]), mask, settings)
 
 
+def test_kl_weights_scale_each_samples_kl_term_not_the_reported_kl():
+    new = torch.log(torch.tensor([[0.5], [0.5]]))
+    ref = torch.log(torch.tensor([[0.25], [0.25]]))
+    mask, zero = torch.ones(2, 1), torch.zeros(2)
+    settings = TrainerConfig(kl_coef=1.0)
+    k3 = 0.5 - math.log(0.5) - 1
+    loss, stats = policy_loss(
+        new, new, zero, mask, settings, ref_logp=ref, kl_weights=torch.tensor([3.0, 1.0])
+    )
+    assert float(loss) == pytest.approx((3 * k3 + k3) / 2)
+    assert stats["kl_ref_sum"] == pytest.approx(2 * k3)
+
+
 def test_gradient_points_towards_positive_advantage():
     logits = torch.zeros(1, 2, requires_grad=True)
     logp = torch.log_softmax(logits, -1)[:, :1]  # the sampled token is token 0

@@ -70,6 +70,7 @@ def train_once(
     reference=None,
     share_prompts: bool = True,
     propose_weight: float = 1.0,
+    propose_kl_weight: float = 1.0,
     aggregation: str = "token",
     mini_batches: int = 1,
     ppo_epochs: int = 1,
@@ -84,6 +85,7 @@ def train_once(
         kl_coef=kl_coef,
         share_prompts=share_prompts,
         propose_weight=propose_weight,
+        propose_kl_weight=propose_kl_weight,
         aggregation=aggregation,
         mini_batches=mini_batches,
         ppo_epochs=ppo_epochs,
@@ -326,3 +328,29 @@ def test_the_proposers_weight_scales_its_advantages_in_the_update(kl_coef):
     silent = train_once(tiny_model(), data, advantages, micro_batch=2, propose_weight=0.0, **kl)
     assert silent["propose_share"] == 0.0
     assert silent["zero_advantage_skipped"] == (0 if kl_coef else 3)
+
+
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_the_proposers_kl_weight_scales_its_kl_term_alone(aggregation):
+    """With no advantage, the KL term is the whole loss: at a proposal KL weight of 0 only the
+    answers' KL moves the model, and the proposals' part of the step grows in proportion to
+    their weight. The reported KL stays the unweighted one."""
+    data = [
+        replace(r, role="propose") if i < 3 else r for i, r in enumerate(rollouts(tiny_model()))
+    ]
+    zero = [0.0] * len(data)
+    kl = {"kl_coef": 0.5, "reference": tiny_model(seed=1), "aggregation": aggregation}
+    start = tiny_model()
+    runs = {w: tiny_model() for w in (0.0, 1.0, 3.0)}
+    stats = {w: train_once(m, data, zero, micro_batch=2, propose_kl_weight=w, **kl)
+             for w, m in runs.items()}  # fmt: skip
+    assert stats[0.0]["kl_ref"] == pytest.approx(stats[3.0]["kl_ref"])
+    steps = {}
+    for w, model in runs.items():
+        moved = [b - a for a, b in zip(start.state_dict().values(), model.state_dict().values())]
+        steps[w] = torch.cat([m.flatten() for m in moved])
+    assert steps[1.0].abs().max() > 0
+    # the step is linear in the proposals' weight: w = 3 is w = 0 plus 3 times their part
+    proposals = steps[1.0] - steps[0.0]
+    assert proposals.abs().max() > 1e-6
+    assert torch.allclose(steps[3.0], steps[0.0] + 3 * proposals, atol=1e-6)
