@@ -66,7 +66,7 @@ def policy_loss(
     completion tokens; `denominator` see `_aggregate`; `kl_weights` (batch,) multiply each
     sample's KL term (1 where None). From `config` it takes the clip range (`clip_low`,
     `clip_high`), the `aggregation` and `kl_coef`. Returns the loss and statistics (the KL
-    in them unweighted)."""
+    in them unweighted: `kl_ref_sum` over every token, `kl_ref_rows` per sample)."""
     mask = mask.to(new_logp.dtype)
     advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
     old_logp = torch.where(old_logp.isnan(), new_logp.detach(), old_logp)
@@ -96,4 +96,5 @@ def policy_loss(
         # the KL summed over the completion tokens: the update reports it per token over all
         # of its micro-batches, whatever the aggregation (`update._combine`)
         stats["kl_ref_sum"] = float((kl.detach() * mask).sum())
+        stats["kl_ref_rows"] = (kl.detach() * mask).sum(-1)  # each sample's, a tensor
     return loss, stats

@@ -89,6 +89,7 @@ class MicroBatch:
     old_logp: torch.Tensor  # (B, C) sampling-time log-probabilities, on the same grid
     advantages: torch.Tensor  # (B,)
     kl_weights: torch.Tensor  # (B,) each rollout's weight in the KL term
+    proposal: torch.Tensor  # (B,) True for a proposer's rollout
 
     def to(self, device) -> MicroBatch:
         moved = {k: v.to(device) if torch.is_tensor(v) else v for k, v in vars(self).items()}
@@ -149,8 +150,11 @@ def collate(
     adv = torch.tensor(list(advantages), dtype=torch.float32)
     weights = [1.0] * len(rollouts) if kl_weights is None else list(kl_weights)
     kl_w = torch.tensor(weights, dtype=torch.float32)
+    proposal = torch.tensor([r.role == "propose" for r in rollouts], dtype=torch.bool)
     visible = _visibility(segment, attention)
-    return MicroBatch(ids, visible, positions, keep, row, source, targets, mask, old, adv, kl_w)
+    return MicroBatch(
+        ids, visible, positions, keep, row, source, targets, mask, old, adv, kl_w, proposal
+    )
 
 
 def _visibility(segment: torch.Tensor, attention: str) -> torch.Tensor:
@@ -345,6 +349,7 @@ class _Statistics:
     def __init__(self, lr: float):
         # summed over ranks: the mini-batch's loss; the KL's sum over tokens, and the tokens
         self.parts = {"loss": 0.0, "kl_sum": 0.0, "kl_tokens": 0.0}
+        self.parts.update(kl_sum_propose=0.0, kl_tokens_propose=0.0)  # the proposals' part
         self.means: dict[str, float] = {}  # per-micro-batch statistics, summed
         self.micro_count = self.real_count = self.steps = 0
         self.grad_norms = 0.0
@@ -358,6 +363,11 @@ class _Statistics:
         self.parts["loss"] += float(loss.detach()) * per_step
         self.parts["kl_sum"] += stats.pop("kl_ref_sum", 0.0)
         self.parts["kl_tokens"] += float(batch.mask.sum())
+        rows = stats.pop("kl_ref_rows", None)
+        if rows is not None:
+            proposal = batch.proposal.to(rows.device)
+            self.parts["kl_sum_propose"] += float(rows[proposal].sum())
+            self.parts["kl_tokens_propose"] += float(batch.mask[proposal].sum())
         if not real:
             return
         tokens = batch.mask.sum().clamp(min=1)
@@ -450,9 +460,9 @@ def _combine(
     share: Ranks, parts: dict, means: dict, micro_count: int, real_count: int, kl: bool
 ) -> dict[str, float]:
     """The statistics of the whole update from every rank's: the loss's parts summed over
-    ranks / `micro_count`; the KL as the sum over ranks of `kl_sum` / of `kl_tokens`;
-    per-micro-batch statistics averaged over every rank's real micro-batches. Every rank runs
-    `micro_count` micro-batches."""
+    ranks / `micro_count`; the KL as the sum over ranks of `kl_sum` / of `kl_tokens`, and so
+    per role (`kl_ref_propose`, `kl_ref_solve`); per-micro-batch statistics averaged over
+    every rank's real micro-batches. Every rank runs `micro_count` micro-batches."""
     gathered = share.gather((parts, means, real_count))
     if not micro_count:
         return {}
@@ -461,6 +471,14 @@ def _combine(
     if kl:  # the mean KL per token over every token of the update, on every rank
         tokens = sum(p["kl_tokens"] for p, _, _ in gathered)
         out["kl_ref"] = sum(p["kl_sum"] for p, _, _ in gathered) / max(1.0, tokens)
+        # and per role, where the role has tokens in the update
+        proposed = sum(p["kl_tokens_propose"] for p, _, _ in gathered)
+        proposed_kl = sum(p["kl_sum_propose"] for p, _, _ in gathered)
+        if proposed:
+            out["kl_ref_propose"] = proposed_kl / proposed
+        if tokens - proposed:
+            solved_kl = sum(p["kl_sum"] for p, _, _ in gathered) - proposed_kl
+            out["kl_ref_solve"] = solved_kl / (tokens - proposed)
     real = sum(count for _, _, count in gathered)
     # every rank's names: a rank whose micro-batches were all padding has none of its own
     for name in sorted({name for _, m, _ in gathered for name in m}):

@@ -345,6 +345,13 @@ def test_the_proposers_kl_weight_scales_its_kl_term_alone(aggregation):
     stats = {w: train_once(m, data, zero, micro_batch=2, propose_kl_weight=w, **kl)
              for w, m in runs.items()}  # fmt: skip
     assert stats[0.0]["kl_ref"] == pytest.approx(stats[3.0]["kl_ref"])
+    # the KL per role, per token: the whole is their token-weighted mean
+    tokens = {role: sum(len(r.completion_ids) for r in data if r.role == role)
+              for role in ("propose", "solve")}  # fmt: skip
+    by_role = stats[1.0]["kl_ref_propose"] * tokens["propose"]
+    by_role += stats[1.0]["kl_ref_solve"] * tokens["solve"]
+    assert by_role / sum(tokens.values()) == pytest.approx(stats[1.0]["kl_ref"])
+    assert stats[1.0]["kl_ref_propose"] != pytest.approx(stats[1.0]["kl_ref_solve"])
     steps = {}
     for w, model in runs.items():
         moved = [b - a for a, b in zip(start.state_dict().values(), model.state_dict().values())]
