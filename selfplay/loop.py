@@ -146,6 +146,7 @@ def _evaluate(state: Run, step: int, progress: Progress) -> dict[str, float]:
     started = time.perf_counter()
     if state.evaluator is None:
         state.evaluator = InLoopEval(state.config, state.executor, state.math_checker, state.ranks)
+    stages.use_role(state, "solve")  # the benchmarks ask the solver
     metrics = state.evaluator(state.engine, state.folder, step)
     progress.evaluation(step, metrics, time.perf_counter() - started)
     return metrics

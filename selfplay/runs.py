@@ -88,6 +88,9 @@ class Run:
     # programs of the benchmarks a proposal may not reproduce (`curriculum.decontaminate`)
     benchmarks: BenchmarkPrograms = field(default_factory=BenchmarkPrograms)
     kl: KLControl | None = None  # the KL coefficient (fixed, or adapted: trainer.kl_target)
+    # with one adapter per role (trainer.lora.per_role): whose policy the engine's weights
+    # are (None: neither's, after an update); `stages.use_role` loads a role's when needed
+    engine_role: str | None = None
 
     @property
     def judge(self) -> Judge:
@@ -165,6 +168,10 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         kwargs_handlers=[group_timeout(config.run.process_group_timeout_s)],
     )
     ranks = Ranks.of(accelerator, config.run.process_group_timeout_s)
+    if t.lora.per_role and ranks.world_size > 1:
+        # DDP reduces every trained parameter at every optimizer step; a step's micro-batches
+        # on one rank may hold one role only, so the other adapter has no gradient there
+        raise ValueError("trainer.lora.per_role runs in one process only for now")
     _set_threads(config.run.threads, ranks)
     folder = run_folder(config)
     config = _resolved(config, folder)

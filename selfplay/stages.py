@@ -50,6 +50,7 @@ from selfplay.proposer.layout import proposal_regexes
 from selfplay.proposer.topics import prompt_topic
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.layout import answer_regexes
+from selfplay.trainer import lora
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.repetition import penalties
 from selfplay.trainer.rewards import RoleResult
@@ -130,6 +131,7 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
     )
     params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))
     proposed = []
+    use_role(run, "propose")
     for group, ((task_type, refs, program), generation) in enumerate(
         zip(meta, distributed.generate(run.ranks, run.engine, prompts, params), strict=True)
     ):
@@ -298,6 +300,7 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int)
     """The answers to `tasks` under `params` appended to `attempted`, one group per task from
     `group` on; the next group's number."""
     prompts = [solver_prompt(task, run.config.roles) for _, task in tasks]
+    use_role(run, "solve")
     for (task_id, task), prompt, generation in zip(
         tasks,
         prompts,
@@ -485,6 +488,7 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
         )
     finally:
         run.engine.wake_up()
+    run.engine_role = None  # the engine holds neither role's new policy
     if run.kl is not None and trainer.kl_coef > 0:
         stats["kl_coef"] = trainer.kl_coef
         run.kl.update(stats.get("kl_ref"), stats.get("entropy"))
@@ -492,4 +496,21 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
 
 
 def sync(run: Run) -> None:
-    run.engine.load_weights(run.accelerator.unwrap_model(run.model))
+    """The engine's weights made the updated policy's. With one adapter per role, each role's
+    are loaded when it next generates (`use_role`)."""
+    model = run.accelerator.unwrap_model(run.model)
+    if not lora.per_role(model):
+        run.engine.load_weights(model)
+
+
+def use_role(run: Run, role: str) -> None:
+    """With one adapter per role (`trainer.lora.per_role`): make `role`'s adapter the model's
+    active one (the transformers engine generates with the model itself) and its merged
+    weights the engine's, unless they are already. A model with one policy serves both."""
+    model = run.accelerator.unwrap_model(run.model)
+    if not lora.per_role(model):
+        return
+    lora.activate(model, role)
+    if run.engine_role != role:
+        run.engine.load_weights(model)
+        run.engine_role = role

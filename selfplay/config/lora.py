@@ -22,6 +22,12 @@ class LoraConfig(Checked):
     target_modules: tuple[str, ...] = knob(
         LORA_TARGETS, "names of the linear layers that get adapters (module name endings)"
     )
+    per_role: bool = knob(
+        False,
+        "two adapters on the one base model: the proposer's rollouts train one, the solver's "
+        "the other, and each role generates with its own, so that neither role's update "
+        "reaches the other's policy (a checkpoint's model/ is the solver's; one process only)",
+    )
 
     @property
     def enabled(self) -> bool:
@@ -32,6 +38,8 @@ class LoraConfig(Checked):
             raise ConfigError("trainer.lora.rank must be 0 (off) or positive")
         if self.alpha <= 0:
             raise ConfigError("trainer.lora.alpha must be positive")
+        if self.per_role and self.rank == 0:
+            raise ConfigError("trainer.lora.per_role needs adapters: set trainer.lora.rank")
         if not 0 <= self.dropout < 1:
             raise ConfigError("trainer.lora.dropout must be in [0, 1)")
         if not self.target_modules or not all(self.target_modules):

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from selfplay.engine.weights import is_lora, merged_weights
+from selfplay.trainer.lora import activate
 
 __all__ = ["Checkpoints"]
 
@@ -137,7 +138,8 @@ def _trainable(model) -> set[str] | None:
 
     if not is_lora(extract_model_from_parallel(model)):
         return None
-    return {name for name, p in model.named_parameters() if p.requires_grad}
+    # every adapter's: a per-role model's inactive adapter has requires_grad off for the while
+    return {name for name, p in model.named_parameters() if p.requires_grad or ".lora_" in name}
 
 
 def _keep_only_trainable(models, weights, _output_dir) -> None:
@@ -248,9 +250,10 @@ def _load_lora_models(models, input_dir) -> None:
 def _save_merged(model, path: Path) -> None:
     """A LoRA model's merged weights as one safetensors file under the base model's names; a
     tensor shared by two names (tied embeddings) is written once, under its first name, as
-    `save_pretrained` does."""
+    `save_pretrained` does. A model with one adapter per role saves the solver's policy."""
     from safetensors.torch import save_file
 
+    activate(model, "solve")
     tensors, seen = {}, set()
     for name, tensor in merged_weights(model):
         if tensor.data_ptr() not in seen:

@@ -14,13 +14,23 @@ plain model. The transformers engine generates with the adapted training model i
 The KL term's reference is the base model, which the wrapped model still holds: with the
 adapters disabled it computes exactly the initial policy, so no second copy is kept
 (`AdapterlessReference`).
+
+With `trainer.lora.per_role` the base model carries two adapters, named after the roles
+(`ROLES`): one model, two policies. The update runs each micro-batch (one role's rollouts)
+through its role's adapter (`activate`) and clips each adapter's gradient on its own, so a
+role's update changes nothing of the other's policy; the stages generate each role's samples
+with its own adapter merged into the engine's weights (`stages.use_role`). A checkpoint's
+`model/` is the solver's policy (what evaluation and export want); its training state holds
+both adapters.
 """
 
 from __future__ import annotations
 
 from selfplay.config import ConfigError, LoraConfig
 
-__all__ = ["wrap", "AdapterlessReference"]
+__all__ = ["wrap", "AdapterlessReference", "ROLES", "per_role", "activate", "role_parameters"]
+
+ROLES = ("solve", "propose")  # the adapters of a per-role model; the first is active at start
 
 
 def wrap(model, config: LoraConfig):
@@ -42,7 +52,34 @@ def wrap(model, config: LoraConfig):
         target_modules=list(config.target_modules),
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, peft_config)
+    if not config.per_role:
+        return get_peft_model(model, peft_config)
+    wrapped = get_peft_model(model, peft_config, adapter_name=ROLES[0])
+    for role in ROLES[1:]:
+        wrapped.add_adapter(role, peft_config)
+    wrapped.set_adapter(ROLES[0])
+    for name, parameter in wrapped.named_parameters():  # the optimizer holds every adapter
+        if ".lora_" in name:
+            parameter.requires_grad_(True)
+    return wrapped
+
+
+def per_role(model) -> bool:
+    """Whether the (unwrapped) `model` holds one adapter per role."""
+    return set(getattr(model, "peft_config", None) or ()) == set(ROLES)
+
+
+def activate(model, role: str) -> None:
+    """Make `role`'s adapter the one the (unwrapped) per-role `model` runs with and trains
+    (peft then marks only its parameters as needing gradients); a model with one policy
+    stays as it is."""
+    if per_role(model) and model.active_adapter != role:
+        model.set_adapter(role)
+
+
+def role_parameters(model, role: str) -> list:
+    """The parameters of `role`'s adapter in a per-role `model`."""
+    return [p for name, p in model.named_parameters() if ".lora_" in name and f".{role}." in name]
 
 
 class AdapterlessReference:

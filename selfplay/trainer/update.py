@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from selfplay.distributed import Ranks, share_bounds
+from selfplay.trainer.lora import ROLES, activate, per_role, role_parameters
 from selfplay.trainer.loss import policy_loss
 from selfplay.types import Rollout
 
@@ -279,13 +280,17 @@ def policy_update(
             for r in rollouts
         ]
     share = share or Ranks()
-    attention = attention_of(accelerator.unwrap_model(model))
-    plan, skipped = _plan(rollouts, config, seed, share)
+    unwrapped = accelerator.unwrap_model(model)
+    attention = attention_of(unwrapped)
+    by_role = per_role(unwrapped)  # one adapter per role: each micro-batch one role's
+    plan, skipped = _plan(rollouts, config, seed, share, by_role)
     stats = _Statistics(float(scheduler.get_last_lr()[0]))
     model.train()
     for mini in plan:  # one optimizer step each
         for k, indices in enumerate(mini.micro):
             batch = _micro_batch(rollouts, indices or mini.active[:1], pad_id, config, attention)
+            if by_role:
+                activate(unwrapped, rollouts[(indices or mini.active[:1])[0]].role)
             if not indices:  # this rank's share ran out: a zero-weight stand-in for DDP
                 batch.mask.zero_()
             batch = batch.to(accelerator.device)
@@ -296,7 +301,7 @@ def policy_update(
                     share.world_size,
                 )  # fmt: skip
             stats.micro_batch(loss, loss_stats, entropy, batch, len(mini.micro), bool(indices))
-        grad_norm = accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+        grad_norm = _clip(accelerator, model, unwrapped, config.max_grad_norm, by_role)
         lr = float(scheduler.get_last_lr()[0])  # the rate this optimizer step uses
         optimizer.step()
         scheduler.step()
@@ -315,12 +320,30 @@ class _MiniBatch:
     denominator: float
 
 
+def _clip(accelerator, model, unwrapped, max_norm: float, by_role: bool) -> float:
+    """Clip the gradient to `max_norm` by its global norm (each role's adapter on its own,
+    `by_role`, so that one role's gradient does not shrink the other's step); returns the
+    norm before clipping."""
+    if not by_role:
+        return float(accelerator.clip_grad_norm_(model.parameters(), max_norm))
+    norms = [
+        float(accelerator.clip_grad_norm_(role_parameters(unwrapped, role), max_norm))
+        for role in ROLES
+    ]
+    return math.sqrt(sum(n * n for n in norms))
+
+
 def _plan(
-    rollouts: Sequence[Rollout], config: TrainerConfig, seed: int, share: Ranks
+    rollouts: Sequence[Rollout],
+    config: TrainerConfig,
+    seed: int,
+    share: Ranks,
+    by_role: bool = False,
 ) -> tuple[list[_MiniBatch], int]:
     """(the update's mini-batches, every epoch's in turn, rollouts skipped). Zero-advantage
     rollouts add nothing to the loss, unless the KL term makes them count: they are skipped,
-    counted in their mini-batch's denominator; a mini-batch left with none takes no step."""
+    counted in their mini-batch's denominator; a mini-batch left with none takes no step.
+    `by_role`: every micro-batch holds one role's rollouts (one adapter per role)."""
     skippable = config.kl_coef == 0
     keys = [_layout_key(r) for r in rollouts]
     rng = random.Random(seed)
@@ -331,7 +354,15 @@ def _plan(
             active = [i for i in mini if rollouts[i].advantage != 0.0 or not skippable]
             skipped += len(mini) - len(active)
             if active:
-                micro = micro_batch_share(active, config.micro_batch, share)
+                parts = [active]
+                if by_role:
+                    parts = [[i for i in active if rollouts[i].role == role] for role in ROLES]
+                micro = [
+                    m
+                    for part in parts
+                    if part
+                    for m in micro_batch_share(part, config.micro_batch, share)
+                ]
                 plan.append(_MiniBatch(active, micro, denominator))
     return plan, skipped
 
