@@ -45,6 +45,7 @@ def seed_from_model(run: Run) -> dict[str, float]:
     if run.on_stage is not None:
         run.on_stage("seed")
     stored = stages.store_tasks(seeding, stages.validate(seeding, stages.propose(seeding, 0)), 0)
+    run.engine_role = seeding.engine_role  # the engine is shared: whose weights it now holds
     valid = [s for s in stored if s.validated.task is not None]
     added = sum(1 for s in valid if s.added and not s.no_new_work)
     reasons = Counter(s.no_new_work.split(":")[0] for s in valid if s.no_new_work)

@@ -42,6 +42,7 @@ def test_defaults_and_overrides(tmp_path):
         (["trainer.propose_weight=-1"], "trainer.propose_weight must be a finite number"),
         (["trainer.propose_weight=.nan"], "trainer.propose_weight must be a finite number"),
         (["trainer.propose_kl_weight=-1"], "trainer.propose_kl_weight must be a finite"),
+        (["trainer.propose_kl_weight=2"], "propose_kl_weight weighs the KL term"),
     ],
 )
 def test_bad_configuration_is_refused_clearly(overrides, message):

@@ -381,6 +381,8 @@ class TrainerConfig(Checked):
             raise ConfigError("trainer.propose_weight must be a finite number >= 0")
         if not (math.isfinite(self.propose_kl_weight) and self.propose_kl_weight >= 0):
             raise ConfigError("trainer.propose_kl_weight must be a finite number >= 0")
+        if self.propose_kl_weight != 1.0 and self.kl_coef == 0:
+            raise ConfigError("trainer.propose_kl_weight weighs the KL term: set trainer.kl_coef")
         if self.kl_coef < 0 or self.kl_target < 0:
             raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
         if self.kl_target > 0 and self.kl_coef == 0:

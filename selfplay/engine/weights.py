@@ -1,6 +1,7 @@
 """The weights an engine that keeps its own copy loads (vLLM) and a checkpoint saves: a plain
-model's tensors, or a LoRA model's with every adapter merged in (`trainer.lora`), under the
-base model's names, so that neither the engine nor an exported checkpoint sees adapters."""
+model's tensors, or a LoRA model's with its active adapter merged in (`trainer.lora`; with
+one adapter per role, the role's that `trainer.lora.activate` chose), under the base model's
+names, so that neither the engine nor an exported checkpoint sees adapters."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def is_lora(model) -> bool:
 
 @torch.no_grad()
 def merged_weights(model) -> Iterator[tuple[str, torch.Tensor]]:
-    """(name, tensor) of the base model with every adapter merged in, W + scaling x B A,
+    """(name, tensor) of the base model with its active adapter merged in, W + scaling x B A,
     under the base model's own names (no `base_model.model.` prefix, no `.base_layer`, no
     adapter tensors). Merged tensors are made one at a time, as they are asked for;
     untargeted tensors are the model's own, detached, not copied."""

@@ -17,11 +17,12 @@ adapters disabled it computes exactly the initial policy, so no second copy is k
 
 With `trainer.lora.per_role` the base model carries two adapters, named after the roles
 (`ROLES`): one model, two policies. The update runs each micro-batch (one role's rollouts)
-through its role's adapter (`activate`) and clips each adapter's gradient on its own, so a
-role's update changes nothing of the other's policy; the stages generate each role's samples
-with its own adapter merged into the engine's weights (`stages.use_role`). A checkpoint's
-`model/` is the solver's policy (what evaluation and export want); its training state holds
-both adapters.
+through its role's adapter (`activate`), divides it by its role's own denominator and clips
+each adapter's gradient on its own, so a role's update changes nothing of the other's policy
+(the KL coefficient, adapted on both roles' KL, is still shared); the stages generate each
+role's samples with its own adapter merged into the engine's weights (`stages.use_role`). A
+checkpoint's `model/` is the solver's policy (what evaluation and export want); its training
+state holds both adapters.
 """
 
 from __future__ import annotations
@@ -78,8 +79,13 @@ def activate(model, role: str) -> None:
 
 
 def role_parameters(model, role: str) -> list:
-    """The parameters of `role`'s adapter in a per-role `model`."""
-    return [p for name, p in model.named_parameters() if ".lora_" in name and f".{role}." in name]
+    """The parameters of `role`'s adapter in a per-role `model` (a linear layer's adapter is
+    `...lora_A.<role>.weight`, an embedding's `...lora_embedding_A.<role>`)."""
+    return [
+        p
+        for name, p in model.named_parameters()
+        if ".lora_" in name and (f".{role}." in name or name.endswith(f".{role}"))
+    ]
 
 
 class AdapterlessReference:

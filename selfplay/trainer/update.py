@@ -297,8 +297,8 @@ def policy_update(
             sync = k == len(mini.micro) - 1  # DDP averages gradients on the last micro-batch
             with contextlib.nullcontext() if sync else accelerator.no_sync(model):
                 loss, loss_stats, entropy = _backward(
-                    accelerator, model, reference, batch, config, temperature, mini.denominator,
-                    share.world_size,
+                    accelerator, model, reference, batch, config, temperature,
+                    mini.denominators[k], share.world_size,
                 )  # fmt: skip
             stats.micro_batch(loss, loss_stats, entropy, batch, len(mini.micro), bool(indices))
         grad_norm = _clip(accelerator, model, unwrapped, config.max_grad_norm, by_role)
@@ -313,11 +313,12 @@ def policy_update(
 @dataclass(frozen=True)
 class _MiniBatch:
     """One optimizer step's rollouts: this rank's micro-batches of those with a gradient
-    (`active`), and the loss denominator of the whole mini-batch."""
+    (`active`), and each micro-batch's loss denominator: the whole mini-batch's, or with one
+    adapter per role its role's part of the mini-batch."""
 
     active: list[int]
     micro: list[list[int]]
-    denominator: float
+    denominators: list[float]
 
 
 def _clip(accelerator, model, unwrapped, max_norm: float, by_role: bool) -> float:
@@ -326,8 +327,9 @@ def _clip(accelerator, model, unwrapped, max_norm: float, by_role: bool) -> floa
     norm before clipping."""
     if not by_role:
         return float(accelerator.clip_grad_norm_(model.parameters(), max_norm))
+    accelerator.unscale_gradients()  # once: a loss scaler (fp16) refuses a second unscale
     norms = [
-        float(accelerator.clip_grad_norm_(role_parameters(unwrapped, role), max_norm))
+        float(torch.nn.utils.clip_grad_norm_(role_parameters(unwrapped, role), max_norm))
         for role in ROLES
     ]
     return math.sqrt(sum(n * n for n in norms))
@@ -343,7 +345,8 @@ def _plan(
     """(the update's mini-batches, every epoch's in turn, rollouts skipped). Zero-advantage
     rollouts add nothing to the loss, unless the KL term makes them count: they are skipped,
     counted in their mini-batch's denominator; a mini-batch left with none takes no step.
-    `by_role`: every micro-batch holds one role's rollouts (one adapter per role)."""
+    `by_role`: every micro-batch holds one role's rollouts and is divided by that role's
+    part of the denominator (one adapter per role: each trains as if on its rollouts alone)."""
     skippable = config.kl_coef == 0
     keys = [_layout_key(r) for r in rollouts]
     rng = random.Random(seed)
@@ -351,19 +354,26 @@ def _plan(
     for _ in range(config.ppo_epochs):
         for mini in _mini_batches(keys, config.mini_batches, rng):
             denominator = _denominator([rollouts[i] for i in mini], config.aggregation)
+            of_role = {
+                role: _denominator([rollouts[i] for i in mini if rollouts[i].role == role],
+                                   config.aggregation)
+                for role in ROLES
+            }  # fmt: skip
             active = [i for i in mini if rollouts[i].advantage != 0.0 or not skippable]
             skipped += len(mini) - len(active)
             if active:
-                parts = [active]
+                parts = [(active, denominator)]
                 if by_role:
-                    parts = [[i for i in active if rollouts[i].role == role] for role in ROLES]
-                micro = [
-                    m
-                    for part in parts
-                    if part
-                    for m in micro_batch_share(part, config.micro_batch, share)
-                ]
-                plan.append(_MiniBatch(active, micro, denominator))
+                    parts = [
+                        ([i for i in active if rollouts[i].role == role], of_role[role])
+                        for role in ROLES
+                    ]
+                micro, denominators = [], []
+                for part, part_denominator in parts:
+                    cut = micro_batch_share(part, config.micro_batch, share) if part else []
+                    micro += cut
+                    denominators += [part_denominator] * len(cut)
+                plan.append(_MiniBatch(active, micro, denominators))
     return plan, skipped
 
 

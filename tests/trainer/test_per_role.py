@@ -68,16 +68,17 @@ def test_two_adapters_both_trainable():
 
 @pytest.mark.parametrize("max_grad_norm", [1e9, 1e-3])
 def test_the_proposers_rollouts_do_not_reach_the_solvers_adapter(max_grad_norm):
-    """The solver's adapter takes the same step whether the proposals carry advantages (and
-    a gradient 100 times the answers', under a clip that binds) or none; the proposer's
-    adapter moves only with them."""
+    """The solver's adapter takes the same step whether the step also holds proposals (with a
+    gradient 100 times the answers', under a clip that binds) or not: each role's loss is
+    divided by its own token count and clipped on its own. The proposer's adapter moves only
+    with proposals."""
     data = mixed(tiny_model())
-    answers = [0.0, 0.0, 0.0, 1.0, -0.5, 1.5]
-    both = [100.0, -100.0, 50.0, *answers[3:]]
+    answers = [1.0, -0.5, 1.5]
+    both = [100.0, -100.0, 50.0, *answers]
     trained, alone = per_role_model(), per_role_model()
     propose_start = snapshot(trained, "propose")
     update(trained, data, both, max_grad_norm)
-    update(alone, data, answers, max_grad_norm)
+    update(alone, data[3:], answers, max_grad_norm)
     for a, b in zip(snapshot(trained, "solve"), snapshot(alone, "solve"), strict=True):
         assert torch.allclose(a, b, atol=1e-6)
     untouched = snapshot(per_role_model(), "solve")
@@ -143,6 +144,8 @@ def test_each_role_generates_with_its_own_merged_adapter():
     name = "model.layers.0.self_attn.q_proj.weight"
     assert torch.equal(engine.loads[0][name], expected[name])
     assert not torch.equal(engine.loads[1][name], expected[name])
+    activate(model, "solve")
+    assert torch.equal(engine.loads[1][name], dict(merged_weights(model))[name])
     stages.sync(run)  # after an update each role's weights load when it next generates
     assert len(engine.loads) == 2
 
@@ -154,8 +157,11 @@ def test_a_checkpoint_saves_the_solver_and_resumes_both(tmp_path):
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     prepared, optimizer = accelerator.prepare(model, optimizer)
+    update_with(model, optimizer)  # both adapters get optimizer state
     activate(model, "propose")  # whatever the last stage used
     folder = Checkpoints(tmp_path).save(accelerator, prepared, None, 5)
+    moments = {role: [optimizer.state[p]["exp_avg"].clone() for p in role_parameters(model, role)]
+               for role in ("solve", "propose")}  # fmt: skip
     saved = load_file(str(folder / "model" / "model.safetensors"))
     activate(model, "solve")
     solver = dict(merged_weights(model))
@@ -169,6 +175,24 @@ def test_a_checkpoint_saves_the_solver_and_resumes_both(tmp_path):
     for role in ("solve", "propose"):
         for a, b in zip(role_parameters(fresh, role), role_parameters(model, role), strict=True):
             assert torch.equal(a, b), role
+        resumed = [optimizer.state[p]["exp_avg"] for p in role_parameters(fresh, role)]
+        assert all(m.abs().sum() > 0 for m in moments[role]), role
+        assert all(torch.equal(a, b) for a, b in zip(resumed, moments[role], strict=True)), role
+
+
+def update_with(model, optimizer):
+    """One optimizer step on a proposal and an answer, through their adapters."""
+    data = mixed(tiny_model())[2:4]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+    policy_update(Accelerator(cpu=True), model, optimizer, scheduler, data, [1.0, -1.0],
+                  TrainerConfig(), 0)  # fmt: skip
+
+
+def test_embedding_adapters_belong_to_their_role():
+    model = wrap(tiny_model(), replace(PER_ROLE, target_modules=("q_proj", "embed_tokens")))
+    adapters = {id(p) for name, p in model.named_parameters() if ".lora_" in name}
+    solve, propose = (set(map(id, role_parameters(model, r))) for r in ("solve", "propose"))
+    assert solve | propose == adapters and not solve & propose and len(solve) == len(propose)
 
 
 def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, tiny_model_dir):
@@ -198,7 +222,8 @@ def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, tiny_model_di
         kept = set(f.keys())
     assert any(".solve." in k for k in kept) and any(".propose." in k for k in kept)
     metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
-    assert any("update/kl_ref_solve" in m for m in metrics)
+    # both roles' rollouts went through the update (the KL term runs every rollout)
+    assert any("update/kl_ref_solve" in m and "update/kl_ref_propose" in m for m in metrics)
 
     state, start = open_run(load(None, [*args, "run.steps=3"]))
     assert start == 3 and per_role(state.model)
