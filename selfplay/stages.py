@@ -507,9 +507,9 @@ def use_role(run: Run, role: str) -> None:
     """With one adapter per role (`trainer.lora.per_role`): make `role`'s adapter the model's
     active one (the transformers engine generates with the model itself) and its merged
     weights the engine's, unless they are already. A model with one policy serves both."""
-    model = run.accelerator.unwrap_model(run.model)
-    if not lora.per_role(model):
+    if not run.config.trainer.lora.per_role:
         return
+    model = run.accelerator.unwrap_model(run.model)
     lora.activate(model, role)
     if run.engine_role != role:
         run.engine.load_weights(model)

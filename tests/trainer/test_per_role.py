@@ -131,9 +131,11 @@ class RecordingEngine:
 def test_each_role_generates_with_its_own_merged_adapter():
     model = per_role_model()
     engine = RecordingEngine()
+    config = load(None, ["trainer.lora.rank=4", "trainer.lora.per_role=true"])
     run = SimpleNamespace(
-        accelerator=Accelerator(cpu=True), model=model, engine=engine, engine_role=None
-    )
+        config=config, accelerator=Accelerator(cpu=True), model=model, engine=engine,
+        engine_role=None,
+    )  # fmt: skip
     stages.use_role(run, "propose")
     stages.use_role(run, "propose")  # already loaded: no second load
     stages.use_role(run, "solve")
