@@ -46,6 +46,7 @@ from selfplay.engine import derive_seed, sampling
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.complexity import brevity, too_simple
+from selfplay.proposer.induction import induction_programs
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.proposer.topics import prompt_topic
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
@@ -56,7 +57,6 @@ from selfplay.trainer.repetition import penalties
 from selfplay.trainer.rewards import RoleResult
 from selfplay.trainer.rewards import reward as role_reward
 from selfplay.trainer.update import policy_update
-from selfplay.trivial import trivial_reasons
 from selfplay.types import (
     WRITTEN_TYPES,
     Answer,
@@ -80,10 +80,8 @@ _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
 # use salt k; the programs that induction proposals write inputs for use 101 + k, and their
-# wider second draw 201 + k, so that no two draws share a seed.
-_PROGRAM_SALT, _WIDER_OFFSET = 101, 100
-# Candidates per induction proposal in the wider draw, when the first leaves too few programs.
-_INDUCTION_OVERDRAW = 4
+# wider second draw 201 + k (`induction_programs`), so that no two draws share a seed.
+_PROGRAM_SALT = 101
 
 
 def _seed(run: Run, step: int, stage: int) -> int:
@@ -102,7 +100,9 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
         induction = task_type == "induction"
         programs: list[str | None] = [None] * n
         if induction:
-            given = _induction_programs(run, n, step, _PROGRAM_SALT + salt)
+            given = induction_programs(
+                run.store, run.executor, cfg.curriculum, n, step, _PROGRAM_SALT + salt
+            )
             if not given:
                 continue  # nothing to write inputs for yet
             programs = [given[k % len(given)] for k in range(n)]
@@ -157,41 +157,6 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
                 )
             )
     return tuple(proposed)
-
-
-def _induction_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
-    """Up to `n` distinct programs of pool tasks for induction proposals to write inputs for,
-    trivial ones left out (unless `curriculum.keep_trivial`): for AZR's identity seed every
-    choice of inputs makes a trivial task, which the proposer, not having written it, cannot
-    help. So are programs that already have `curriculum.induction_per_program` induction
-    tasks: drawn by the frontier, a few programs would otherwise take the pool (as they did in
-    a measured run, docs/results.md: induction tasks on 2 programs, told apart by their
-    message).
-
-    When the draw of `n` leaves fewer than `n` programs, a second, wider draw of
-    `_INDUCTION_OVERDRAW` times `n` candidate tasks fills the rest, so that a pool where most
-    programs are trivial or full still gives a step its induction proposals (the first draw
-    alone left steps with none); a pool with enough programs gives the first draw's."""
-    programs = _eligible_programs(run, n, step, salt)
-    if len(programs) < n:
-        wider = _eligible_programs(run, n * _INDUCTION_OVERDRAW, step, salt + _WIDER_OFFSET)
-        programs = list(dict.fromkeys(programs + wider))
-    return programs[:n]
-
-
-def _eligible_programs(run: Run, n: int, step: int, salt: int) -> list[str]:
-    """The distinct programs of `n` drawn tasks, in draw order, that induction may use."""
-    drawn = run.store.sample(n, step, types=WRITTEN_TYPES, salt=salt)
-    tasks = [t.task for t in drawn.tasks]
-    if tasks and not run.config.curriculum.keep_trivial:
-        tasks = [t for t, why in zip(tasks, trivial_reasons(run.executor, tasks), strict=True)
-                 if not why]  # fmt: skip
-    programs = list(dict.fromkeys(t.program for t in tasks))
-    cap = run.config.curriculum.induction_per_program
-    if cap and programs:
-        held = run.store.induction_inputs(programs, step)
-        programs = [p for p in programs if len(held[p]) < cap]
-    return programs
 
 
 def validate(run: Run, proposed: tuple[Proposed, ...]) -> tuple[Validated, ...]:

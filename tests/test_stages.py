@@ -19,6 +19,7 @@ from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
 from selfplay.distributed import Ranks
 from selfplay.engine.base import Completion, Generation
+from selfplay.proposer.induction import induction_programs
 from selfplay.runs import Run
 from selfplay.solver import solver_prompt
 from selfplay.step import StageTimer, step_metrics
@@ -432,6 +433,11 @@ def _induction(group: int, inputs: tuple[str, ...], message: str) -> Proposed:
     return dataclasses.replace(proposed(group, "induction", TRIPLE, inputs[0]), parsed=parsed)
 
 
+def _programs(run, n, step, salt):
+    """The programs a run's induction proposals of `step` get (`induction_programs`)."""
+    return induction_programs(run.store, run.executor, run.config.curriculum, n, step, salt)
+
+
 def test_induction_tasks_that_add_nothing_on_their_program_stay_out_of_the_pool(make_run):
     """The same inputs on a program with another message are a repeat, whether the pool held
     them or the step's earlier proposal; past `curriculum.induction_per_program` tasks on one
@@ -442,7 +448,7 @@ def test_induction_tasks_that_add_nothing_on_their_program_stay_out_of_the_pool(
          "selfplay.task_types=[deduction, abduction, induction]"],
         more=[earlier],
     )  # fmt: skip
-    assert set(stages._induction_programs(run, 4, 1, salt=0)) == {SORTED, TRIPLE}
+    assert set(_programs(run, 4, 1, salt=0)) == {SORTED, TRIPLE}
     first = [
         _induction(0, ("1", "2", "3", "4"), "triples"),
         _induction(1, ("4", "3", "2", "1"), "times three"),  # the same set of inputs
@@ -467,7 +473,7 @@ def test_induction_tasks_that_add_nothing_on_their_program_stay_out_of_the_pool(
     assert metrics["propose/repeat_share"] == 1.0
     assert len(run.store) == 4  # the seed, TRIPLE's deduction task and two induction tasks
     # the program has its share: induction proposals are no longer asked to write for it
-    assert set(stages._induction_programs(run, 4, 3, salt=0)) == {SORTED}
+    assert set(_programs(run, 4, 3, salt=0)) == {SORTED}
 
     unlimited, _ = make_run(
         ["selfplay.solver_tasks=1", "curriculum.induction_per_program=0",
@@ -492,8 +498,8 @@ def test_induction_gets_a_program_when_most_of_the_pool_is_trivial(make_run):
     run, _ = make_run(["selfplay.task_types=[deduction, abduction, induction]"],
                       more=[*copies, again])  # fmt: skip
     for salt in range(8):
-        assert stages._induction_programs(run, 1, 1, salt=salt) == [SORTED]
-    assert stages._induction_programs(run, 3, 1, salt=0) == [SORTED]  # distinct programs
+        assert _programs(run, 1, 1, salt=salt) == [SORTED]
+    assert _programs(run, 3, 1, salt=0) == [SORTED]  # distinct programs
 
 
 def test_induction_programs_of_a_pool_with_enough_are_the_first_draws(make_run):
@@ -504,7 +510,7 @@ def test_induction_programs_of_a_pool_with_enough_are_the_first_draws(make_run):
     run, _ = make_run(["selfplay.task_types=[deduction, abduction, induction]"], more=more)
     for salt in range(4):
         drawn = run.store.sample(2, 1, types=stages.WRITTEN_TYPES, salt=salt).tasks
-        assert stages._induction_programs(run, 2, 1, salt=salt) == [t.task.program for t in drawn]
+        assert _programs(run, 2, 1, salt=salt) == [t.task.program for t in drawn]
 
 
 @pytest.mark.parametrize("constrained", [False, True])

@@ -7,7 +7,8 @@ task = task_from(proposal, verdicts, n_visible=cfg.roles.induction_visible)
 
 A math proposal's verdict goes through `math_verdict` first: its `f()` must return a number.
 `task_from` does both; the training loop, which keeps the verdicts, calls `proposal_verdicts`
-and then `build_task`.
+and then `build_task`. Which pool programs an induction prompt gives the proposer to write
+inputs for: `induction.induction_programs`.
 """
 
 import re
