@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/role_share.py results/learn-long results/learn20-seed1 --steps 1 20
 
-A run logs it per step as `update/propose_share` (`selfplay.trainer.update.propose_share`: the
+A run logs it per step as `update/propose_share` (`selfplay.trainer.update_stats.propose_share`: the
 proposer's share of the loss's advantage weight, sum |A| x w, w a rollout's tokens under token
 aggregation and 1 under sequence aggregation). This recomputes it from the rollouts a run wrote
 (`samples.jsonl`, or the `samples.jsonl.gz` kept under `results/`), so that runs from before
@@ -27,7 +27,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from selfplay.trainer.update import propose_share  # noqa: E402
+from selfplay.trainer.update_stats import propose_share  # noqa: E402
 
 
 def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:

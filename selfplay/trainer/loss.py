@@ -94,7 +94,7 @@ def policy_loss(
         kl_term = _aggregate(weighted, mask, config.aggregation, denominator)
         loss = loss + config.kl_coef * kl_term
         # the KL summed over the completion tokens: the update reports it per token over all
-        # of its micro-batches, whatever the aggregation (`update._combine`)
+        # of its micro-batches, whatever the aggregation (`update_stats._combine`)
         stats["kl_ref_sum"] = float((kl.detach() * mask).sum())
         stats["kl_ref_rows"] = (kl.detach() * mask).sum(-1)  # each sample's, a tensor
     return loss, stats

@@ -47,19 +47,13 @@ import torch
 from selfplay.distributed import Ranks, share_bounds
 from selfplay.trainer.lora import ROLES, activate, per_role, role_parameters
 from selfplay.trainer.loss import policy_loss
+from selfplay.trainer.update_stats import Statistics, loss_weight
 from selfplay.types import Rollout
 
 if TYPE_CHECKING:
     from selfplay.config import TrainerConfig
 
-__all__ = [
-    "MicroBatch",
-    "collate",
-    "loss_weight",
-    "policy_update",
-    "propose_share",
-    "token_logprobs",
-]
+__all__ = ["MicroBatch", "collate", "policy_update", "token_logprobs"]
 
 #: attention implementations that take a 4-D mask, so that completions can share a prompt
 MASKED_ATTENTION = ("sdpa", "eager")
@@ -284,7 +278,7 @@ def policy_update(
     attention = attention_of(unwrapped)
     by_role = per_role(unwrapped)  # one adapter per role: each micro-batch one role's
     plan, skipped = _plan(rollouts, config, seed, share, by_role)
-    stats = _Statistics(float(scheduler.get_last_lr()[0]))
+    stats = Statistics(float(scheduler.get_last_lr()[0]))
     model.train()
     for mini in plan:  # one optimizer step each
         for k, indices in enumerate(mini.micro):
@@ -384,59 +378,6 @@ def _micro_batch(rollouts, indices, pad_id, config, attention) -> MicroBatch:
     return collate(rows, advantages, pad_id, config.share_prompts, attention, kl_weights)
 
 
-class _Statistics:
-    """What an update reports, summed over its micro-batches and optimizer steps."""
-
-    def __init__(self, lr: float):
-        # summed over ranks: the mini-batch's loss; the KL's sum over tokens, and the tokens
-        self.parts = {"loss": 0.0, "kl_sum": 0.0, "kl_tokens": 0.0}
-        self.parts.update(kl_sum_propose=0.0, kl_tokens_propose=0.0)  # the proposals' part
-        self.means: dict[str, float] = {}  # per-micro-batch statistics, summed
-        self.micro_count = self.real_count = self.steps = 0
-        self.grad_norms = 0.0
-        self.lr = lr  # the rate of the last optimizer step (the current one until a step)
-
-    def micro_batch(self, loss, stats, entropy, batch, per_step: int, real: bool) -> None:
-        self.micro_count += 1
-        # the loss of a micro-batch is a part of the mini-batch's (same denominator): scaled so
-        # that its average over micro-batches is the whole. The KL is reported per token
-        # whatever the loss's aggregation (what `trainer.kl_target` is a target for).
-        self.parts["loss"] += float(loss.detach()) * per_step
-        self.parts["kl_sum"] += stats.pop("kl_ref_sum", 0.0)
-        self.parts["kl_tokens"] += float(batch.mask.sum())
-        rows = stats.pop("kl_ref_rows", None)
-        if rows is not None:
-            proposal = batch.proposal.to(rows.device)
-            self.parts["kl_sum_propose"] += float(rows[proposal].sum())
-            self.parts["kl_tokens_propose"] += float(batch.mask[proposal].sum())
-        if not real:
-            return
-        tokens = batch.mask.sum().clamp(min=1)
-        stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
-        for name, value in stats.items():
-            self.means[name] = self.means.get(name, 0.0) + value
-        self.real_count += 1
-
-    def optimizer_step(self, grad_norm, lr: float, per_step: int) -> None:
-        self.lr = lr
-        self.grad_norms += float(grad_norm) * per_step
-        self.steps += 1
-
-    def result(self, share: Ranks, rollouts, config: TrainerConfig, skipped: int) -> dict:
-        kl = config.kl_coef > 0
-        out = _combine(share, self.parts, self.means, self.micro_count, self.real_count, kl)
-        if self.steps:
-            out["grad_norm"] = self.grad_norms / self.micro_count
-        out["optimizer_steps"] = float(self.steps)
-        out["zero_advantage_skipped"] = float(skipped)
-        out.update(_token_counts(rollouts, config.kl_coef == 0))
-        proposer = propose_share(rollouts, config.aggregation)
-        if proposer is not None:
-            out["propose_share"] = proposer
-        out["lr"] = self.lr
-        return out
-
-
 def _backward(accelerator, model, reference, batch, config, temperature, denominator, world):
     """One micro-batch's loss, backpropagated (scaled by the world size, as DDP averages):
     (loss, statistics, per-token entropy)."""
@@ -457,74 +398,6 @@ def _backward(accelerator, model, reference, batch, config, temperature, denomin
     )
     accelerator.backward(loss * world)
     return loss, stats, entropy
-
-
-def _token_counts(rollouts, skippable: bool) -> dict[str, float]:
-    """Completion tokens of the batch, and those that carried a gradient (`signal_tokens`:
-    zero-advantage rollouts are skipped where they add nothing)."""
-    signal = (r for r in rollouts if r.advantage != 0 or not skippable)
-    return {
-        "tokens": float(sum(len(r.completion_ids) for r in rollouts)),
-        "signal_tokens": float(sum(len(r.completion_ids) for r in signal)),
-    }
-
-
-def propose_share(
-    rollouts: Sequence, aggregation: str, propose_weight: float = 1.0
-) -> float | None:
-    """The proposer's share of the loss's advantage weight: sum |A| x w over its rollouts
-    against over all, w a rollout's weight in the loss (`loss_weight`), a proposal's advantage
-    multiplied by `propose_weight` (`trainer.propose_weight`; `policy_update` passes rollouts
-    it has already scaled); None where no rollout has an advantage. A proxy for its share of
-    the policy gradient (it leaves out clipping and the size of each token's gradient). By
-    token, a proposal of 80 tokens weighs as much as five answers of 16: in `learn-long` the
-    proposals were 13% of the rollouts and 48% of this weight."""
-    parts = {"propose": 0.0, "solve": 0.0}
-    for r in rollouts:
-        scale = propose_weight if r.role == "propose" else 1.0
-        parts[r.role] += abs(r.advantage) * scale * loss_weight(r, aggregation)
-    total = sum(parts.values())
-    return parts["propose"] / total if total else None
-
-
-def loss_weight(rollout, aggregation: str) -> int:
-    """A rollout's weight in the loss's denominator: its completion tokens under token
-    aggregation, 1 under sequence aggregation (`loss.policy_loss`)."""
-    if aggregation == "token":
-        return len(rollout.completion_ids)
-    if aggregation == "sequence":
-        return 1
-    raise ValueError(f"unknown loss aggregation {aggregation!r}; use 'token' or 'sequence'")
-
-
-def _combine(
-    share: Ranks, parts: dict, means: dict, micro_count: int, real_count: int, kl: bool
-) -> dict[str, float]:
-    """The statistics of the whole update from every rank's: the loss's parts summed over
-    ranks / `micro_count`; the KL as the sum over ranks of `kl_sum` / of `kl_tokens`, and so
-    per role (`kl_ref_propose`, `kl_ref_solve`); per-micro-batch statistics averaged over
-    every rank's real micro-batches. Every rank runs `micro_count` micro-batches."""
-    gathered = share.gather((parts, means, real_count))
-    if not micro_count:
-        return {}
-    out = {}
-    out["loss"] = sum(p["loss"] for p, _, _ in gathered) / micro_count
-    if kl:  # the mean KL per token over every token of the update, on every rank
-        tokens = sum(p["kl_tokens"] for p, _, _ in gathered)
-        out["kl_ref"] = sum(p["kl_sum"] for p, _, _ in gathered) / max(1.0, tokens)
-        # and per role, where the role has tokens in the update
-        proposed = sum(p["kl_tokens_propose"] for p, _, _ in gathered)
-        proposed_kl = sum(p["kl_sum_propose"] for p, _, _ in gathered)
-        if proposed:
-            out["kl_ref_propose"] = proposed_kl / proposed
-        if tokens - proposed:
-            solved_kl = sum(p["kl_sum"] for p, _, _ in gathered) - proposed_kl
-            out["kl_ref_solve"] = solved_kl / (tokens - proposed)
-    real = sum(count for _, _, count in gathered)
-    # every rank's names: a rank whose micro-batches were all padding has none of its own
-    for name in sorted({name for _, m, _ in gathered for name in m}):
-        out[name] = sum(m.get(name, 0.0) for _, m, _ in gathered) / max(1, real)
-    return out
 
 
 def _denominator(rollouts: Sequence[Rollout], aggregation: str) -> float:

@@ -11,7 +11,8 @@ from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from selfplay.config import TrainerConfig
-from selfplay.trainer.update import collate, policy_update, propose_share, token_logprobs
+from selfplay.trainer.update import collate, policy_update, token_logprobs
+from selfplay.trainer.update_stats import propose_share
 from selfplay.types import Rollout
 
 
