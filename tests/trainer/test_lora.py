@@ -119,13 +119,13 @@ def test_the_kl_reference_is_the_base_model():
     assert model.training  # the reference's eval mode does not stick
 
 
-def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
-    from transformers import AutoModelForCausalLM
+def two_step_run(tmp_path, tiny_model_dir, *more: str) -> tuple[list[str], set[str]]:
+    """A 2-step LoRA run of the tiny model (rank 4, a KL term) with the overrides `more`:
+    (its overrides, to resume it with, and the tensor names its step-2 state keeps)."""
+    from safetensors import safe_open
 
-    from selfplay.eval.commands import resolve_model
     from selfplay.loop import run
-    from selfplay.runs import _resolved, close_run, open_run
-    from selfplay.trainer.checkpoint import Checkpoints
+    from selfplay.runs import _resolved
     from tests.test_loop import overrides, seed_pool
 
     folder = tmp_path / "run"
@@ -134,18 +134,28 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
         *overrides(folder, tiny_model_dir, steps=2),
         "trainer.lora.rank=4",
         "trainer.kl_coef=0.01",
+        *more,
     ]
-    config = load(None, args)
-    seed_pool(_resolved(config, folder))
+    seed_pool(_resolved(load(None, args), folder))
     with open(tmp_path / "out.txt", "w") as out:
-        run(config, out=out)
+        run(load(None, args), out=out)
+    with safe_open(
+        str(folder / "checkpoints" / "step-000002" / "state" / "model.safetensors"), "pt"
+    ) as f:
+        return args, set(f.keys())
+
+
+def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from selfplay.eval.commands import resolve_model
+    from selfplay.runs import close_run, open_run
+    from selfplay.trainer.checkpoint import Checkpoints
+
+    args, kept = two_step_run(tmp_path, tiny_model_dir)
+    folder = tmp_path / "run"
     assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
     # the resumable state keeps the adapters only: the base weights are the run's model
-    from safetensors import safe_open
-
-    state_file = folder / "checkpoints" / "step-000002" / "state" / "model.safetensors"
-    with safe_open(str(state_file), "pt") as f:
-        kept = set(f.keys())
     assert kept and all(".lora_A." in k or ".lora_B." in k for k in kept)
 
     # resumed: adapters only in the optimizer; perturbed adapters survive a checkpoint

@@ -200,28 +200,14 @@ def test_embedding_adapters_belong_to_their_role():
 def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, tiny_model_dir):
     import json
 
-    from safetensors import safe_open
     from safetensors.torch import load_file
 
-    from selfplay.loop import run
-    from selfplay.runs import _resolved, close_run, open_run
-    from tests.test_loop import overrides, seed_pool
+    from selfplay.runs import close_run, open_run
+    from tests.trainer.test_lora import two_step_run
 
+    args, kept = two_step_run(tmp_path, tiny_model_dir, "trainer.lora.per_role=true")
     folder = tmp_path / "run"
-    folder.mkdir()
-    args = [
-        *overrides(folder, tiny_model_dir, steps=2),
-        "trainer.lora.rank=4",
-        "trainer.lora.per_role=true",
-        "trainer.kl_coef=0.01",
-    ]
-    config = load(None, args)
-    seed_pool(_resolved(config, folder))
-    with open(tmp_path / "out.txt", "w") as out:
-        run(config, out=out)
     state_file = folder / "checkpoints" / "step-000002" / "state" / "model.safetensors"
-    with safe_open(str(state_file), "pt") as f:
-        kept = set(f.keys())
     assert any(".solve." in k for k in kept) and any(".propose." in k for k in kept)
     metrics = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     # both roles' rollouts went through the update (the KL term runs every rollout)
