@@ -655,3 +655,55 @@ def test_topics_name_an_idea_in_each_written_proposal_prompt(make_run):
         ]
         assert named == expected
         assert not any("this idea" in p for p in run.engine.prompts if "one input for it" not in p)
+
+
+def test_every_generation_runs_as_its_role(make_run, monkeypatch):
+    """With one adapter per role (`stages.use_role`), proposals are written as the proposer,
+    the answers of both kinds (estimates and the frontier batch) and the in-run evaluation's as
+    the solver: each generation follows a `use_role` of its role."""
+    from types import SimpleNamespace
+
+    from selfplay import loop
+
+    events: list[str] = []
+    monkeypatch.setattr(stages, "use_role", lambda run, role: events.append(role))
+
+    def recorded(engine):
+        generate = engine.generate
+        engine.generate = lambda prompts, params: (
+            events.append("generate") or generate(prompts, params)
+        )
+        return engine
+
+    run, _ = make_run()
+    run.engine = recorded(ScriptedProposer(["I like turtles."]))
+    stages.propose(run, 1)
+    proposing = list(events)
+    events.clear()
+
+    run, _ = make_run()
+    run.engine = recorded(run.engine)
+    stored = stages.store_tasks(
+        run, stages.validate(run, (proposed(0, "abduction", TRIPLE, "4"),)), 1
+    )
+    batch, _ = stages.sample(run, 1)
+    stages.solve(run, stored, batch, 1)
+    solving = list(events)
+    events.clear()
+
+    run.evaluator = lambda engine, folder, step: events.append("generate") or {}
+    loop._evaluate(run, 1, SimpleNamespace(evaluation=lambda *args: None))
+    evaluating = list(events)
+
+    def roles_of_generations(sequence):
+        role, roles = None, []
+        for event in sequence:
+            if event == "generate":
+                roles.append(role)
+            else:
+                role = event
+        return roles
+
+    for sequence, role in ((proposing, "propose"), (solving, "solve"), (evaluating, "solve")):
+        generated = roles_of_generations(sequence)
+        assert generated and set(generated) == {role}, sequence

@@ -261,7 +261,13 @@ def policy_update(
     (`selfplay.distributed.Ranks`): mini-batches are cut the same way on every rank (same
     seed), each rank runs its share of each (`micro_batch_share`), and its loss is divided by
     the whole mini-batch's denominator and multiplied by the world size, so that the gradient
-    DDP averages over ranks is exactly the one process's gradient."""
+    DDP averages over ranks is exactly the one process's gradient.
+
+    With one adapter per role (`trainer.lora.per_role`) each micro-batch holds one role's
+    rollouts, runs with that role's adapter, and is divided by that role's part of the
+    mini-batch's denominator; each adapter's gradient is clipped on its own. Each adapter then
+    takes the step it would take trained on its role's rollouts alone, and the loss reported
+    is the sum of the two roles' losses."""
     if config is None or pad_id is None:
         raise TypeError("policy_update needs the trainer's config and the pad token's id")
     if config.kl_coef > 0 and reference is None:
@@ -295,12 +301,12 @@ def policy_update(
                     mini.denominators[k], share.world_size,
                 )  # fmt: skip
             stats.micro_batch(loss, loss_stats, entropy, batch, len(mini.micro), bool(indices))
-        grad_norm = _clip(accelerator, model, unwrapped, config.max_grad_norm, by_role)
+        grad_norms = _clip(accelerator, model, unwrapped, config.max_grad_norm, by_role)
         lr = float(scheduler.get_last_lr()[0])  # the rate this optimizer step uses
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        stats.optimizer_step(grad_norm, lr, len(mini.micro))
+        stats.optimizer_step(grad_norms, lr, len(mini.micro))
     return stats.result(share, rollouts, config, skipped)
 
 
@@ -315,18 +321,20 @@ class _MiniBatch:
     denominators: list[float]
 
 
-def _clip(accelerator, model, unwrapped, max_norm: float, by_role: bool) -> float:
+def _clip(accelerator, model, unwrapped, max_norm: float, by_role: bool) -> dict[str, float]:
     """Clip the gradient to `max_norm` by its global norm (each role's adapter on its own,
     `by_role`, so that one role's gradient does not shrink the other's step); returns the
-    norm before clipping."""
+    norm before clipping (`grad_norm`) and, by role, each adapter's (`grad_norm_solve`, ...)."""
     if not by_role:
-        return float(accelerator.clip_grad_norm_(model.parameters(), max_norm))
+        return {"grad_norm": float(accelerator.clip_grad_norm_(model.parameters(), max_norm))}
     accelerator.unscale_gradients()  # once: a loss scaler (fp16) refuses a second unscale
-    norms = [
-        float(torch.nn.utils.clip_grad_norm_(role_parameters(unwrapped, role), max_norm))
+    norms = {
+        f"grad_norm_{role}": float(
+            torch.nn.utils.clip_grad_norm_(role_parameters(unwrapped, role), max_norm)
+        )
         for role in ROLES
-    ]
-    return math.sqrt(sum(n * n for n in norms))
+    }
+    return {"grad_norm": math.sqrt(sum(n * n for n in norms.values())), **norms}
 
 
 def _plan(

@@ -23,14 +23,15 @@ class Statistics:
         self.parts.update(kl_sum_propose=0.0, kl_tokens_propose=0.0)  # the proposals' part
         self.means: dict[str, float] = {}  # per-micro-batch statistics, summed
         self.micro_count = self.real_count = self.steps = 0
-        self.grad_norms = 0.0
+        self.grad_norms: dict[str, float] = {}  # summed, weighted by micro-batches
         self.lr = lr  # the rate of the last optimizer step (the current one until a step)
 
     def micro_batch(self, loss, stats, entropy, batch, per_step: int, real: bool) -> None:
         self.micro_count += 1
-        # the loss of a micro-batch is a part of the mini-batch's (same denominator): scaled so
-        # that its average over micro-batches is the whole. The KL is reported per token
-        # whatever the loss's aggregation (what `trainer.kl_target` is a target for).
+        # the loss of a micro-batch is a part of the mini-batch's (same denominator; with one
+        # adapter per role, of its role's): scaled so that its average over micro-batches is
+        # the whole (the sum of the roles'). The KL is reported per token whatever the loss's
+        # aggregation (what `trainer.kl_target` is a target for).
         self.parts["loss"] += float(loss.detach()) * per_step
         self.parts["kl_sum"] += stats.pop("kl_ref_sum", 0.0)
         self.parts["kl_tokens"] += float(batch.mask.sum())
@@ -47,16 +48,17 @@ class Statistics:
             self.means[name] = self.means.get(name, 0.0) + value
         self.real_count += 1
 
-    def optimizer_step(self, grad_norm, lr: float, per_step: int) -> None:
+    def optimizer_step(self, grad_norms: dict[str, float], lr: float, per_step: int) -> None:
         self.lr = lr
-        self.grad_norms += float(grad_norm) * per_step
+        for name, norm in grad_norms.items():
+            self.grad_norms[name] = self.grad_norms.get(name, 0.0) + norm * per_step
         self.steps += 1
 
     def result(self, share: Ranks, rollouts, config: TrainerConfig, skipped: int) -> dict:
         kl = config.kl_coef > 0
         out = _combine(share, self.parts, self.means, self.micro_count, self.real_count, kl)
         if self.steps:
-            out["grad_norm"] = self.grad_norms / self.micro_count
+            out.update({name: norm / self.micro_count for name, norm in self.grad_norms.items()})
         out["optimizer_steps"] = float(self.steps)
         out["zero_advantage_skipped"] = float(skipped)
         out.update(_token_counts(rollouts, config.kl_coef == 0))

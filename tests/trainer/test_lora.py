@@ -119,9 +119,9 @@ def test_the_kl_reference_is_the_base_model():
     assert model.training  # the reference's eval mode does not stick
 
 
-def two_step_run(tmp_path, tiny_model_dir, *more: str) -> tuple[list[str], set[str]]:
-    """A 2-step LoRA run of the tiny model (rank 4, a KL term) with the overrides `more`:
-    (its overrides, to resume it with, and the tensor names its step-2 state keeps)."""
+def two_step_run(tmp_path, model_dir, *more: str) -> tuple[list[str], set[str]]:
+    """A 2-step LoRA run of the model in `model_dir` (rank 4, a KL term) with the overrides
+    `more`: (its overrides, to resume it with, and the tensor names its step-2 state keeps)."""
     from safetensors import safe_open
 
     from selfplay.loop import run
@@ -131,7 +131,7 @@ def two_step_run(tmp_path, tiny_model_dir, *more: str) -> tuple[list[str], set[s
     folder = tmp_path / "run"
     folder.mkdir()
     args = [
-        *overrides(folder, tiny_model_dir, steps=2),
+        *overrides(folder, model_dir, steps=2),
         "trainer.lora.rank=4",
         "trainer.kl_coef=0.01",
         *more,

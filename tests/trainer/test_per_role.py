@@ -77,8 +77,15 @@ def test_the_proposers_rollouts_do_not_reach_the_solvers_adapter(max_grad_norm):
     both = [100.0, -100.0, 50.0, *answers]
     trained, alone = per_role_model(), per_role_model()
     propose_start = snapshot(trained, "propose")
-    update(trained, data, both, max_grad_norm)
-    update(alone, data[3:], answers, max_grad_norm)
+    stats = update(trained, data, both, max_grad_norm)
+    alone_stats = update(alone, data[3:], answers, max_grad_norm)
+    # each adapter's norm before the clip is reported; the solver's is the one it had alone
+    assert stats["grad_norm_solve"] == pytest.approx(alone_stats["grad_norm_solve"], rel=1e-5)
+    assert stats["grad_norm_propose"] > 10 * stats["grad_norm_solve"]
+    assert alone_stats["grad_norm_propose"] == 0.0
+    assert stats["grad_norm"] == pytest.approx(
+        (stats["grad_norm_solve"] ** 2 + stats["grad_norm_propose"] ** 2) ** 0.5
+    )
     for a, b in zip(snapshot(trained, "solve"), snapshot(alone, "solve"), strict=True):
         assert torch.allclose(a, b, atol=1e-6)
     untouched = snapshot(per_role_model(), "solve")
@@ -197,7 +204,9 @@ def test_embedding_adapters_belong_to_their_role():
     assert solve | propose == adapters and not solve & propose and len(solve) == len(propose)
 
 
-def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, tiny_model_dir):
+def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, formatted_model_dir):
+    """The tiny model fine-tuned on the project's formats (`tests/test_loop.py`): its samples'
+    rewards differ, so both adapters have a gradient."""
     import json
 
     from safetensors.torch import load_file
@@ -205,7 +214,7 @@ def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, tiny_model_di
     from selfplay.runs import close_run, open_run
     from tests.trainer.test_lora import two_step_run
 
-    args, kept = two_step_run(tmp_path, tiny_model_dir, "trainer.lora.per_role=true")
+    args, kept = two_step_run(tmp_path, formatted_model_dir, "trainer.lora.per_role=true")
     folder = tmp_path / "run"
     state_file = folder / "checkpoints" / "step-000002" / "state" / "model.safetensors"
     assert any(".solve." in k for k in kept) and any(".propose." in k for k in kept)
@@ -218,6 +227,8 @@ def test_a_per_role_run_trains_both_adapters_and_resumes(tmp_path, tiny_model_di
     params = [p for group in state.optimizer.param_groups for p in group["params"]]
     assert len(params) == sum(1 for n, _ in state.model.named_parameters() if ".lora_" in n)
     saved = load_file(str(state_file))
+    for role in ("solve", "propose"):  # B starts at zero: each adapter trained in the run
+        assert any(t.abs().sum() > 0 for n, t in saved.items() if f"lora_B.{role}" in n), role
     current = state.model.state_dict()
     assert saved.keys() <= current.keys()
     assert all(torch.equal(current[name], tensor) for name, tensor in saved.items())
