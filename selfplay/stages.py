@@ -463,9 +463,8 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
 def sync(run: Run) -> None:
     """The engine's weights made the updated policy's. With one adapter per role, each role's
     are loaded when it next generates (`use_role`)."""
-    model = run.accelerator.unwrap_model(run.model)
-    if not lora.per_role(model):
-        run.engine.load_weights(model)
+    if not run.config.trainer.lora.per_role:
+        run.engine.load_weights(run.accelerator.unwrap_model(run.model))
 
 
 def use_role(run: Run, role: str) -> None:

@@ -49,7 +49,9 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    share of each mini-batch; losses keep the whole mini-batch's denominator and are scaled by N,
    so that DDP's averaged gradient is the one-process gradient (`selfplay.distributed`). With
    `trainer.lora.rank` > 0 only LoRA adapters (`lora`) train; the initial policy of the KL
-   term is then the base model with the adapters disabled.
+   term is then the base model with the adapters disabled. With `trainer.lora.per_role` each
+   role has its own adapter: a role's rollouts train only its adapter, divided by the role's
+   own count, with its own gradient clip; each role generates with its own (`stages.use_role`).
 8. Sync. The generation engine (transformers or vLLM) gets the new weights (merged, for LoRA).
 
 How it departs from the papers:

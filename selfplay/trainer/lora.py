@@ -27,6 +27,8 @@ state holds both adapters.
 
 from __future__ import annotations
 
+import copy
+
 from selfplay.config import ConfigError, LoraConfig
 
 __all__ = ["wrap", "AdapterlessReference", "ROLES", "per_role", "activate", "role_parameters"]
@@ -56,8 +58,8 @@ def wrap(model, config: LoraConfig):
     if not config.per_role:
         return get_peft_model(model, peft_config)
     wrapped = get_peft_model(model, peft_config, adapter_name=ROLES[0])
-    for role in ROLES[1:]:
-        wrapped.add_adapter(role, peft_config)
+    for role in ROLES[1:]:  # each its own copy: a change to one role's leaves the other's
+        wrapped.add_adapter(role, copy.copy(peft_config))
     wrapped.set_adapter(ROLES[0])
     for name, parameter in wrapped.named_parameters():  # the optimizer holds every adapter
         if ".lora_" in name:

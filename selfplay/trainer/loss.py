@@ -61,7 +61,7 @@ def policy_loss(
     ref_logp: torch.Tensor | None = None,
     denominator: float | None = None,
     kl_weights: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict]:
     """Loss over (batch, tokens) log-probabilities of the sampled tokens; `mask` marks
     completion tokens; `denominator` see `_aggregate`; `kl_weights` (batch,) multiply each
     sample's KL term (1 where None). From `config` it takes the clip range (`clip_low`,
