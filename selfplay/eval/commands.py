@@ -102,6 +102,12 @@ def resolve_model(spec: str, overrides: list[str]):
         if latest is None:
             raise FileNotFoundError(f"run folder {folder} has no checkpoint yet")
         return config, str(latest / "model")
+    if not folder.exists() and (spec.startswith((".", "/", "~")) or spec.count("/") > 1):
+        # not a hub id (`namespace/name`) either: say so, not the hub's complaint about the id
+        raise FileNotFoundError(
+            f"--model {spec}: no such folder (a run folder, a checkpoint's model folder, an "
+            "embedded model's name or a hub id)"
+        )
     return config_module.load(None, overrides), spec
 
 

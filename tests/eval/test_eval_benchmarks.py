@@ -151,3 +151,17 @@ def test_eval_command_names_a_broken_data_line(tmp_path, tiny_model_dir, capsys)
     argv += ["--out", str(tmp_path / "out"), "engine.backend=transformers"]
     assert main([*argv, "generation.max_new_tokens=4"]) == 1
     assert "broken.jsonl:2" in capsys.readouterr().err
+
+
+def test_a_missing_model_folder_is_named_as_one(tmp_path):
+    """`--model` naming a folder that is not there (a checkpoint not yet written) is refused
+    as a missing folder, not passed to the hub as a malformed id; a hub id stays a hub id."""
+    from selfplay.eval.commands import resolve_model
+
+    for spec in (str(tmp_path / "run" / "checkpoints" / "step-000020" / "model"),
+                 "store/run/checkpoints/step-000020/model", "./model"):  # fmt: skip
+        with pytest.raises(FileNotFoundError, match="no such folder"):
+            resolve_model(spec, [])
+    assert resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct", [])[1] == (
+        "HuggingFaceTB/SmolLM2-135M-Instruct"
+    )
