@@ -10,7 +10,9 @@ back, and the step after the checkpoint is run again. Labeled sets (`seed.labele
 imported into the pool when a run opens (`selfplay.semi`), and an empty pool gets AZR's seed
 task. The pool needs no rollback: adding a task is idempotent (content hash) and so is
 recording a step's attempts (one record per task, step and model version), so a replayed step
-adds and counts nothing twice, and nothing committed is lost.
+adds and counts nothing twice, and nothing committed is lost. It does not make the replay the
+lost run: the tasks and attempts the lost steps committed after the checkpoint stay, and the
+replayed steps draw their references and batches from that pool (`stages._seed`).
 
 Launched as several processes (torchrun, `accelerate launch`), each rank opens the run; rank 0
 holds the pool (`selfplay.distributed.SharedStore`) and every rank resumes from the same
