@@ -288,9 +288,10 @@ def policy_update(
     model.train()
     for mini in plan:  # one optimizer step each
         for k, indices in enumerate(mini.micro):
-            batch = _micro_batch(rollouts, indices or mini.active[:1], pad_id, config, attention)
+            rows = indices or mini.active[:1]
+            batch = _micro_batch(rollouts, rows, pad_id, config, attention)
             if by_role:
-                activate(unwrapped, rollouts[(indices or mini.active[:1])[0]].role)
+                activate(unwrapped, rollouts[rows[0]].role)
             if not indices:  # this rank's share ran out: a zero-weight stand-in for DDP
                 batch.mask.zero_()
             batch = batch.to(accelerator.device)
@@ -355,21 +356,17 @@ def _plan(
     plan, skipped = [], 0
     for _ in range(config.ppo_epochs):
         for mini in _mini_batches(keys, config.mini_batches, rng):
-            denominator = _denominator([rollouts[i] for i in mini], config.aggregation)
-            of_role = {
-                role: _denominator([rollouts[i] for i in mini if rollouts[i].role == role],
-                                   config.aggregation)
-                for role in ROLES
-            }  # fmt: skip
             active = [i for i in mini if rollouts[i].advantage != 0.0 or not skippable]
             skipped += len(mini) - len(active)
             if active:
-                parts = [(active, denominator)]
+                parts = [(active, _denominator([rollouts[i] for i in mini], config.aggregation))]
                 if by_role:
                     parts = [
-                        ([i for i in active if rollouts[i].role == role], of_role[role])
+                        ([i for i in active if rollouts[i].role == role],
+                         _denominator([rollouts[i] for i in mini if rollouts[i].role == role],
+                                      config.aggregation))
                         for role in ROLES
-                    ]
+                    ]  # fmt: skip
                 micro, denominators = [], []
                 for part, part_denominator in parts:
                     cut = micro_batch_share(part, config.micro_batch, share) if part else []
