@@ -4,13 +4,14 @@ The data sets (CRUXEval, HumanEval, MBPP, MATH-500, GSM8K, AZR seed pools) are n
 into the project. They are read from `$SELFPLAY_DATA`, or by default from `shared/data` beside
 the repository (`<repo>/../shared/data`). The executor's commands, the pool's importers, the
 evaluation and the labeled sets all read through this module, which imports nothing else of
-the project.
+the project. It also trims a run's JSONL logs on resume (`keep_steps`).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -77,3 +78,21 @@ def records(path: str | Path) -> list[dict]:
             raise DataError(f"{path}:{number}: {record.error}")
         out.append(record)
     return out
+
+
+def keep_steps(path: Path, step: int) -> None:
+    """Keep only the lines of a run's JSONL log whose `step` is <= `step` (and drop a
+    half-written last line): what a resumed run does to the logs of the steps it runs again."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("step", math.inf) <= step:
+            kept.append(line)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    os.replace(tmp, path)

@@ -8,11 +8,12 @@ libraries print and log, kept off the terminal: `selfplay.console`). Opening a r
 folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
 back, and the step after the checkpoint is run again. Labeled sets (`seed.labeled`) are
 imported into the pool when a run opens (`selfplay.semi`), and an empty pool gets AZR's seed
-task. The pool needs no rollback: adding a task is idempotent (content hash) and so is
-recording a step's attempts (one record per task, step and model version), so a replayed step
-adds and counts nothing twice, and nothing committed is lost. It does not make the replay the
-lost run: the tasks and attempts the lost steps committed after the checkpoint stay, and the
-replayed steps draw their references and batches from that pool (`stages._seed`).
+task. The pool goes back with the model: the tasks proposed and the attempts recorded after
+the checkpoint's step (by steps the interruption lost) are deleted and the difficulty
+estimates replayed from the attempts that remain (`TaskStore.roll_back`), so the steps run
+again draw their references and batches from the pool the lost ones drew from, with the same
+seeds (`stages._seed`). A run with no checkpoint yet goes back to step 0: the seed task and
+imported sets.
 
 Launched as several processes (torchrun, `accelerate launch`), each rank opens the run; rank 0
 holds the pool (`selfplay.distributed.SharedStore`) and every rank resumes from the same
@@ -240,13 +241,27 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         kl=KLControl.of(t, saved.get("kl_coef") if t.kl_target > 0 else None),
     )
     if ranks.is_main:
-        _prepare_pool(run, labeled)
+        _prepare_pool(run, labeled, start)
     return run, start
 
 
-def _prepare_pool(run: Run, labeled) -> None:
-    """Rank 0 imports the labeled sets and seeds an empty pool before the first step."""
+def _roll_back(store, step: int) -> None:
+    """Take the pool back to the step the run resumes after: what lost steps added after the
+    checkpoint goes, so that the steps run again draw what the lost ones drew."""
+    tasks, attempts = store.roll_back(step)
+    if tasks or attempts:
+        print(
+            f"pool: {tasks} tasks and {attempts} attempts recorded after step {step} removed; "
+            f"the run goes on from step {step + 1}",
+            file=sys.stderr,
+        )
+
+
+def _prepare_pool(run: Run, labeled, start: int) -> None:
+    """Rank 0 takes the pool back to the step before `start`, imports the labeled sets and
+    seeds an empty pool before the first step."""
     config, store, executor, folder = run.config, run.store.local, run.executor, run.folder
+    _roll_back(store, start - 1)
     run.imports = semi.import_labeled(
         store,
         executor,
@@ -258,7 +273,7 @@ def _prepare_pool(run: Run, labeled) -> None:
         seed=config.run.seed,
     )
     if config.curriculum.selection == "trapo":
-        run.selection_log = semi.SelectionLog(folder / "selection.jsonl")
+        run.selection_log = semi.SelectionLog(folder / "selection.jsonl", start - 1)
     _seed_pool(run)
 
 

@@ -87,10 +87,10 @@ _PROGRAM_SALT = 101
 def _seed(run: Run, step: int, stage: int) -> int:
     """A generation seed that depends only on the run seed, the step and the stage, so that
     a resumed run asks what the lost step asked; hashed, so that no two stages or steps share
-    the seeds of their requests (see `derive_seed`). It regenerates the lost step's samples
-    only if it draws the same prompts: the pool is not rolled back on resume, and tasks a lost
-    step added after the checkpoint change the references and batches drawn (measured:
-    results/learn20-perrole-seed1/first-segment-steps.txt)."""
+    the seeds of their requests (see `derive_seed`). With the pool rolled back to the
+    checkpoint's step (`runs._roll_back`), the prompts are the lost step's too. Before the
+    rollback existed, the tasks a lost step had added changed the references and batches
+    drawn (results/learn20-perrole-seed1/first-segment-steps.txt)."""
     return derive_seed(run.config.run.seed, step, stage)
 
 

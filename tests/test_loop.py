@@ -236,6 +236,49 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(0.05)
 
 
+def _pool_rows(folder) -> tuple[list, list]:
+    from selfplay.curriculum.schema import Attempt, TaskReference, TaskRow
+
+    store = TaskStore.open(str(folder / "pool.sqlite"), "test")
+    with store.engine.connect() as connection:
+        tasks = connection.execute(
+            select(TaskRow.id, TaskRow.hash, TaskRow.step).order_by(TaskRow.id)
+        ).all()
+        references = connection.execute(select(TaskReference.task_id, TaskReference.reference_id))
+        attempts = connection.execute(
+            select(Attempt.task_id, Attempt.step, Attempt.n, Attempt.correct).order_by(Attempt.id)
+        ).all()
+        rows = [tuple(t) for t in tasks], sorted(map(tuple, references)), [*map(tuple, attempts)]
+    store.close()
+    return rows
+
+
+def test_a_step_lost_after_its_pool_writes_runs_again_as_it_ran(tmp_path, formatted_model_dir,
+                                                                 capsys):  # fmt: skip
+    """A run killed after step 3 wrote to the pool but before its checkpoint: the resumed run
+    takes the pool back to step 2 and step 3 proposes, pools and records what it did the
+    first time (the same prompts, seeds and weights on the same engine)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    args = overrides(folder, formatted_model_dir, steps=3)
+    seed_pool(_resolved(load(None, args), folder))
+    run(load(None, args), out=open(os.devnull, "w"))  # noqa: SIM115
+    first = _pool_rows(folder)
+    samples = (folder / "samples.jsonl").read_text()
+    assert any(step == 3 for _, step, *_ in first[2])  # step 3 recorded answers
+    import shutil
+
+    shutil.rmtree(folder / "checkpoints" / "step-000003")
+    capsys.readouterr()
+    run(load(None, args), out=open(os.devnull, "w"))  # noqa: SIM115
+    removed = sum(step == 3 for _, _, step in first[0]), sum(a[1] == 3 for a in first[2])
+    said = f"pool: {removed[0]} tasks and {removed[1]} attempts recorded after step 2 removed"
+    assert said in capsys.readouterr().err
+    again = _pool_rows(folder)
+    assert again == first
+    assert (folder / "samples.jsonl").read_text() == samples
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
     folder = tmp_path / "run"

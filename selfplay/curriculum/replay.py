@@ -4,18 +4,20 @@ The state in `task_stats` and `abilities` is a function of `attempts` and the co
 (discount, priors, Rasch settings). Replaying the attempts in the groups they were recorded in (one
 `record_attempts` call each, numbered by `attempts.batch`), in that order, through the same
 online updates rebuilds it exactly: after a
-migration from a schema without it, or after a change of those settings.
+migration from a schema without it, or after a change of those settings, and after a rollback
+(`roll_back`: a resumed run takes its pool back to its checkpoint's step, so that the steps it
+runs again draw from the pool the lost ones drew from).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
-from selfplay.curriculum.schema import Ability, Attempt, TaskRow, TaskStats
-from selfplay.curriculum.writes import COUNTS, STATE, write_state
+from selfplay.curriculum.schema import Ability, Attempt, TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.writes import COUNTS, STATE, chunks, write_state
 
 
 def rebuild_estimates(engine, run_id: int, cfg: CurriculumConfig) -> None:
@@ -23,46 +25,75 @@ def rebuild_estimates(engine, run_id: int, cfg: CurriculumConfig) -> None:
     transaction (a reader sees the old state or the new one, never a mix). Only the database
     changes: a store reloads its in-memory state afterwards."""
     with database.write(engine) as s:
-        ids = np.array(s.scalars(select(TaskRow.id).where(TaskRow.run_id == run_id)).all())
-        ids = np.sort(ids).astype(np.int64)
-        state = {name: np.zeros(len(ids)) for name in (*COUNTS, *STATE)}
-        touched = np.zeros(len(ids), dtype=bool)
-        s.execute(delete(TaskStats).where(TaskStats.run_id == run_id))
-        s.execute(delete(Ability).where(Ability.run_id == run_id))
-        abilities: dict[int, tuple[float, float, int]] = {}
-        query = (
-            select(
-                Attempt.task_id,
-                Attempt.step,
-                Attempt.model_version,
-                Attempt.n,
-                Attempt.correct,
-                Attempt.batch,
-            )
-            .where(Attempt.run_id == run_id)
-            .order_by(Attempt.batch, Attempt.step, Attempt.id)
+        _rebuild(s, run_id, cfg)
+
+
+def roll_back(engine, run_id: int, cfg: CurriculumConfig, step: int) -> tuple[int, int]:
+    """Take the run's pool back to where it stood after `step`: the tasks proposed at a later
+    step and the attempts recorded at one are deleted and the difficulty state is replayed
+    from the attempts that remain, in one transaction. Tasks of step 0 (the seed, imported
+    sets) stay. Returns how many tasks and attempts were deleted; with none, nothing is
+    rewritten."""
+    with database.write(engine) as s:
+        later = (Attempt.run_id == run_id) & (Attempt.step > step)
+        attempts = s.scalar(select(func.count()).select_from(Attempt).where(later))
+        proposed = (TaskRow.run_id == run_id) & (TaskRow.step > step)
+        tasks = s.scalars(select(TaskRow.id).where(proposed)).all()
+        if not attempts and not tasks:
+            return 0, 0
+        s.execute(delete(Attempt).where(later))
+        for part in chunks(tasks):
+            # the references naming a deleted task first: SQLite checks them at each statement
+            s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(part)))
+            s.execute(delete(TaskReference).where(TaskReference.task_id.in_(part)))
+            s.execute(delete(TaskStats).where(TaskStats.task_id.in_(part)))
+            s.execute(delete(TaskRow).where(TaskRow.id.in_(part)))
+        _rebuild(s, run_id, cfg)
+    return len(tasks), attempts
+
+
+def _rebuild(s, run_id: int, cfg: CurriculumConfig) -> None:
+    """`rebuild_estimates` inside the caller's transaction `s`."""
+    ids = np.array(s.scalars(select(TaskRow.id).where(TaskRow.run_id == run_id)).all())
+    ids = np.sort(ids).astype(np.int64)
+    state = {name: np.zeros(len(ids)) for name in (*COUNTS, *STATE)}
+    touched = np.zeros(len(ids), dtype=bool)
+    s.execute(delete(TaskStats).where(TaskStats.run_id == run_id))
+    s.execute(delete(Ability).where(Ability.run_id == run_id))
+    abilities: dict[int, tuple[float, float, int]] = {}
+    query = (
+        select(
+            Attempt.task_id,
+            Attempt.step,
+            Attempt.model_version,
+            Attempt.n,
+            Attempt.correct,
+            Attempt.batch,
         )
-        for (step, _), group in _groups(s.execute(query).all()):
-            pos = np.searchsorted(ids, [a.task_id for a in group])
-            n = np.array([a.n for a in group], dtype=np.float64)
-            k = np.array([a.correct for a in group], dtype=np.float64)
-            part = {name: column[pos] for name, column in state.items()}
-            new = difficulty.apply_batch(cfg, part, step, n, k, _prior(cfg, abilities, step))
-            values = (new.succ, new.fail, new.last_step, new.difficulty, new.precision)
-            for name, value in zip(STATE, values, strict=True):
-                state[name][pos] = value
-            state["n_answers"][pos] += n
-            state["n_correct"][pos] += k
-            touched[pos] = True
-            answers = abilities.get(step, (0, 0, 0))[2] + int(n.sum())
-            abilities[step] = (new.theta, new.theta_precision, answers)
-        write_state(s, run_id, ids[touched], {c: v[touched] for c, v in state.items()})
-        rows = [
-            {"run_id": run_id, "step": st, "theta": t, "precision": p, "n_answers": a}
-            for st, (t, p, a) in sorted(abilities.items())
-        ]
-        if rows:
-            s.execute(insert(Ability), rows)
+        .where(Attempt.run_id == run_id)
+        .order_by(Attempt.batch, Attempt.step, Attempt.id)
+    )
+    for (step, _), group in _groups(s.execute(query).all()):
+        pos = np.searchsorted(ids, [a.task_id for a in group])
+        n = np.array([a.n for a in group], dtype=np.float64)
+        k = np.array([a.correct for a in group], dtype=np.float64)
+        part = {name: column[pos] for name, column in state.items()}
+        new = difficulty.apply_batch(cfg, part, step, n, k, _prior(cfg, abilities, step))
+        values = (new.succ, new.fail, new.last_step, new.difficulty, new.precision)
+        for name, value in zip(STATE, values, strict=True):
+            state[name][pos] = value
+        state["n_answers"][pos] += n
+        state["n_correct"][pos] += k
+        touched[pos] = True
+        answers = abilities.get(step, (0, 0, 0))[2] + int(n.sum())
+        abilities[step] = (new.theta, new.theta_precision, answers)
+    write_state(s, run_id, ids[touched], {c: v[touched] for c, v in state.items()})
+    rows = [
+        {"run_id": run_id, "step": st, "theta": t, "precision": p, "n_answers": a}
+        for st, (t, p, a) in sorted(abilities.items())
+    ]
+    if rows:
+        s.execute(insert(Ability), rows)
 
 
 def _groups(attempts):

@@ -291,6 +291,15 @@ class TaskStore:
         replay.rebuild_estimates(self._engine, self._run_id, self._config)
         self.reload()
 
+    def roll_back(self, step: int) -> tuple[int, int]:
+        """Delete the tasks proposed after `step` and the attempts recorded after it, and
+        replay the difficulty state from what remains: the pool as it stood when `step` ended
+        (a resumed run calls it with its checkpoint's step). Returns (tasks, attempts) deleted."""
+        deleted = replay.roll_back(self._engine, self._run_id, self._config, step)
+        if any(deleted):
+            self.reload()
+        return deleted
+
     # -- estimates ----------------------------------------------------------------------------
 
     def ability(self, step: int | None = None) -> tuple[float, float]:

@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from selfplay.files import data_root
+from selfplay.files import data_root, keep_steps
 
 
 def labeled_paths(config) -> list[Path]:
@@ -74,9 +74,10 @@ def import_labeled(
 class SelectionLog:
     """Appends the admission decisions that are new or changed since the last step logged."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, resume_step: int = 0) -> None:
         self.path = path
         self.last: dict[int, tuple[bool, str]] = {}
+        keep_steps(path, resume_step)  # a resumed run drops the lines of steps it runs again
 
     def write(self, selection) -> int:
         """Log a step's `Selection`; returns how many lines were written."""

@@ -10,10 +10,10 @@ told to purge its events after S, so that each step appears once.
 from __future__ import annotations
 
 import json
-import math
-import os
 import time
 from pathlib import Path
+
+from selfplay.files import keep_steps
 
 __all__ = ["MetricsLogger", "SampleLog", "read_metrics"]
 
@@ -50,7 +50,7 @@ class MetricsLogger:
             )
 
     def _truncate_after(self, step: int) -> None:
-        _keep_steps(self.path, step)
+        keep_steps(self.path, step)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         clean = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
@@ -80,7 +80,7 @@ class SampleLog:
     def __init__(self, run_dir: Path, tokenizer, resume_step: int = 0):
         self.path = Path(run_dir) / "samples.jsonl"
         self.tokenizer = tokenizer
-        _keep_steps(self.path, resume_step)
+        keep_steps(self.path, resume_step)
 
     def write(self, step: int, rollouts) -> None:
         lines = [
@@ -100,23 +100,6 @@ class SampleLog:
         ]
         with self.path.open("a") as f:
             f.write("".join(line + "\n" for line in lines))
-
-
-def _keep_steps(path: Path, step: int) -> None:
-    """Keep only the lines of steps <= `step` (and drop a half-written last line)."""
-    if not path.exists():
-        return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("step", math.inf) <= step:
-            kept.append(line)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept))
-    os.replace(tmp, path)
 
 
 def read_metrics(run_dir: Path) -> list[dict]:

@@ -89,6 +89,63 @@ def test_attempts_are_recorded_once_per_task_step_and_version(store_url, config)
             store.record_attempts(2, "v", [(999_999, 4, 1)])
 
 
+def _play(store, step: int) -> list[int]:
+    """One step of a run's pool traffic: two tasks proposed from references, answers to
+    every task so far (the same for the same step, so that a step can be played again)."""
+    known = [int(i) for i in store.index["id"]]
+    prov = Provenance("proposed", step, f"v{step}", "proposer", references=tuple(known[-2:]))
+    new = store.add_tasks([task(10 * step), task(10 * step + 1, "abduction")], prov).ids
+    tried = [*known, *new]
+    store.record_attempts(step, f"v{step}", [(t, 4, (t * step) % 5) for t in tried])
+    return list(new)
+
+
+def _pool(store) -> tuple:
+    ids = sorted(int(i) for i in store.index["id"])
+    estimates = [(e.n_answers, e.n_correct, e.p, e.difficulty) for e in store.estimates(ids)]
+    return ids, set(store.recorded), dict(store.abilities), estimates
+
+
+def _same(a: tuple, b: tuple) -> None:
+    assert a[:2] == b[:2]
+    assert a[2].keys() == b[2].keys()
+    for step, (theta, precision, answers) in a[2].items():
+        assert b[2][step] == (pytest.approx(theta), pytest.approx(precision), answers)
+    for x, y in zip(a[3], b[3], strict=True):
+        assert x[:2] == y[:2] and x[2:] == pytest.approx(y[2:], abs=1e-9)
+
+
+def test_a_rollback_gives_back_the_pool_of_its_step_and_the_same_steps_again(store_url, config):
+    """What a resumed run relies on: after `roll_back(2)` the pool is the pool of step 2 (the
+    seed kept), and playing steps 3 and 4 again gives the tasks, ids and estimates they gave
+    the first time; another run in the same store is not touched."""
+    with TaskStore.open(store_url, run="other", config=config) as other:
+        other.add_tasks([task(99)], Provenance("proposed", 5))
+        other.record_attempts(5, "v", [(int(other.index["id"][0]), 4, 1)])
+        theirs = _pool(other)
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        store.add_tasks([task(0)], Provenance("seed"))
+        for step in (1, 2):
+            _play(store, step)
+        at_two = _pool(store)
+        later = [_play(store, step) for step in (3, 4)]
+        at_four = _pool(store)
+        assert store.roll_back(4) == (0, 0)  # nothing after step 4
+        assert store.roll_back(2) == (4, 7 + 9)  # two tasks a step; answers to 7 and 9 tasks
+        _same(_pool(store), at_two)
+        assert store.last_step == 2
+    with TaskStore.open(store_url, run="r", config=config) as store:  # as committed
+        _same(_pool(store), at_two)
+        assert [_play(store, step) for step in (3, 4)] == later
+        _same(_pool(store), at_four)
+        [kept] = store.get([later[0][0]])
+        assert kept.provenance.references == tuple(at_two[0][-2:])
+        assert store.roll_back(0) == (8, 3 + 5 + 7 + 9)  # back to the seed alone
+        assert store.index["id"].tolist() == at_two[0][:1] and store.abilities == {}
+    with TaskStore.open(store_url, run="other", config=config) as other:
+        _same(_pool(other), theirs)
+
+
 def test_discount_forgets_old_answers(store_url):
     from selfplay.config import CurriculumConfig
 

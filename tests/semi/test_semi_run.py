@@ -66,6 +66,17 @@ def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
     assert [i["duplicates"] for i in imports[2:]] == [crux["added"], 2]
     with TaskStore.open(pool, "test", config.curriculum) as store:
         assert len(store) == size
+    assert (folder / "selection.jsonl").read_text().splitlines() == lines  # nothing was lost
+
+
+def test_a_resumed_run_drops_the_selection_lines_of_the_steps_it_runs_again(tmp_path):
+    from selfplay.semi import SelectionLog
+
+    path = tmp_path / "selection.jsonl"
+    records = [{"step": s, "task_id": s, "admitted": True, "reason": "ok"} for s in (1, 2, 3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"step": 4, "ta')
+    SelectionLog(path, resume_step=2)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2]
 
 
 def test_a_bad_labeled_path_stops_the_run_before_it_starts(tmp_path, tiny_model_dir):
