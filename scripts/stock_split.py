@@ -11,6 +11,10 @@ other is paired with it item by item (McNemar, exact, two-sided) on the non-triv
 copy answer does not solve them) that a stock input solves and on those it does not, and on how
 many of its answers are a stock input of their item. Every program runs in the sandbox (the
 executor); the records are the `samples.jsonl` of `selfplay eval cruxeval --out`.
+
+    .venv/bin/python scripts/stock_split.py BASE --pool store/RUN/pool.sqlite RUN
+
+counts the same for the abduction tasks a run proposed into its pool: how many a guess solves.
 """
 
 from __future__ import annotations
@@ -66,12 +70,46 @@ def stock_solved(executor: Executor, items: list[dict]) -> set[str]:
     }
 
 
+def pool_abductions(store: str, run: str) -> list[dict]:
+    """The abduction tasks a run proposed into its pool, as CRUXEval-like items."""
+    from sqlalchemy import select
+
+    from selfplay.curriculum import TaskStore
+    from selfplay.curriculum.schema import TaskRow
+
+    with TaskStore.open(store, run, create=False) as pool:
+        query = select(TaskRow.id, TaskRow.program, TaskRow.inputs, TaskRow.outputs).where(
+            (TaskRow.run_id == pool.run_id)
+            & (TaskRow.type == "abduction")
+            & (TaskRow.origin == "proposed")
+        )
+        with pool.engine.connect() as connection:
+            rows = connection.execute(query).all()
+    return [{"id": i, "program": p, "input": x[0], "output": y[0]} for i, p, x, y in rows]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", type=Path, help="the baseline's `selfplay eval --out` folder")
-    parser.add_argument("others", type=Path, nargs="+", help="folders paired with it")
+    parser.add_argument("others", type=Path, nargs="*", help="folders paired with it")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    parser.add_argument(
+        "--pool",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("STORE", "RUN"),
+        help="also count the abduction tasks RUN proposed into STORE that a stock input solves",
+    )
     args = parser.parse_args(argv)
+    if args.pool:
+        with Executor(ExecutorConfig()) as executor:
+            for store, run in args.pool:
+                items = pool_abductions(store, run)
+                solved = stock_solved(executor, items)
+                print(f"{run}: {len(solved)} of {len(items)} pooled abduction tasks stock-solvable")
+        if not args.others:
+            return 0
     base = records(args.base)
     problems = list({r["id"]: r for r in base.values()}.values())
     with Executor(ExecutorConfig()) as executor:

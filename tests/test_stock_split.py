@@ -56,6 +56,25 @@ def test_items_split_by_stock_input_and_paired_with_the_base(tmp_path):
     assert result["runs"][str(base)]["stock_answers"] == 2  # 3 and {}
 
 
+def test_the_abductions_a_run_pooled_are_counted_by_whether_a_guess_solves_them(tmp_path):
+    from selfplay.curriculum import Provenance, TaskStore
+    from selfplay.types import Task
+
+    base = write_eval(tmp_path / "base", ["3", "37", "'Q'", "{}"], [True, True, True, False])
+    store = str(tmp_path / "pool.sqlite")
+    with TaskStore.open(store, "r") as pool:
+        tasks = [Task("abduction", p, (x,), (y,)) for _, p, x, y, _ in ITEMS[:2]]
+        tasks.append(Task("deduction", ITEMS[0][1], ("3",), ("6",)))
+        pool.add_tasks(tasks, Provenance("proposed", 1))
+        pool.add_tasks([Task("abduction", "def f(x):\n    return x + 1", ("1",), ("2",))],
+                       Provenance("seed"))  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(base), "--pool", store, "r"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout == "r: 1 of 2 pooled abduction tasks stock-solvable\n"
+
+
 def test_answer_margins_split_the_base_right_problems_by_what_training_kept(
     tmp_path, tiny_model_dir
 ):
