@@ -12,8 +12,8 @@ task. The pool goes back with the model: the tasks proposed and the attempts rec
 the checkpoint's step (by steps the interruption lost) are deleted and the difficulty
 estimates replayed from the attempts that remain (`TaskStore.roll_back`), so the steps run
 again draw their references and batches from the pool the lost ones drew from, with the same
-seeds (`stages._seed`). A run with no checkpoint yet goes back to step 0: the seed task and
-imported sets.
+seeds (`stages._seed`). A run with no checkpoint in its folder leaves the pool as it is, and
+says so when the pool holds later steps.
 
 Launched as several processes (torchrun, `accelerate launch`), each rank opens the run; rank 0
 holds the pool (`selfplay.distributed.SharedStore`) and every rank resumes from the same
@@ -246,8 +246,18 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
 
 
 def _roll_back(store, step: int) -> None:
-    """Take the pool back to the step the run resumes after: what lost steps added after the
-    checkpoint goes, so that the steps run again draw what the lost ones drew."""
+    """Take the pool back to the checkpoint's step: what lost steps added after it goes, so
+    that the steps run again draw what the lost ones drew. Without a checkpoint (`step` 0)
+    the pool is left as it is: it may be shared with a run elsewhere, or its checkpoints
+    moved, and deleting a whole run's tasks is not a resume's call to make."""
+    if step == 0:
+        if store.last_step > 0:
+            print(
+                f"pool: run {store.run} holds tasks or answers up to step {store.last_step} "
+                "but this folder has no checkpoint; they stay, and step 1 starts from them",
+                file=sys.stderr,
+            )
+        return
     tasks, attempts = store.roll_back(step)
     if tasks or attempts:
         print(
@@ -273,7 +283,8 @@ def _prepare_pool(run: Run, labeled, start: int) -> None:
         seed=config.run.seed,
     )
     if config.curriculum.selection == "trapo":
-        run.selection_log = semi.SelectionLog(folder / "selection.jsonl", start - 1)
+        resumed = start - 1 if start > 1 else None  # a run with no checkpoint keeps its log
+        run.selection_log = semi.SelectionLog(folder / "selection.jsonl", resumed)
     _seed_pool(run)
 
 

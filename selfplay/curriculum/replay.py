@@ -17,7 +17,7 @@ from sqlalchemy import delete, func, insert, select
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
 from selfplay.curriculum.schema import Ability, Attempt, TaskReference, TaskRow, TaskStats
-from selfplay.curriculum.writes import COUNTS, STATE, chunks, write_state
+from selfplay.curriculum.writes import COUNTS, STATE, write_state
 
 
 def rebuild_estimates(engine, run_id: int, cfg: CurriculumConfig) -> None:
@@ -29,27 +29,27 @@ def rebuild_estimates(engine, run_id: int, cfg: CurriculumConfig) -> None:
 
 
 def roll_back(engine, run_id: int, cfg: CurriculumConfig, step: int) -> tuple[int, int]:
-    """Take the run's pool back to where it stood after `step`: the tasks proposed at a later
+    """Take the run's pool back to where it stood after `step`: the tasks added at a later
     step and the attempts recorded at one are deleted and the difficulty state is replayed
-    from the attempts that remain, in one transaction. Tasks of step 0 (the seed, imported
-    sets) stay. Returns how many tasks and attempts were deleted; with none, nothing is
-    rewritten."""
+    from the attempts that remain, in one transaction. Returns how many tasks and attempts
+    were deleted; with none, nothing is rewritten. Ids of deleted tasks are given again on
+    SQLite (max + 1), not on PostgreSQL (a sequence)."""
     with database.write(engine) as s:
         later = (Attempt.run_id == run_id) & (Attempt.step > step)
         attempts = s.scalar(select(func.count()).select_from(Attempt).where(later))
-        proposed = (TaskRow.run_id == run_id) & (TaskRow.step > step)
-        tasks = s.scalars(select(TaskRow.id).where(proposed)).all()
+        gone = select(TaskRow.id).where((TaskRow.run_id == run_id) & (TaskRow.step > step))
+        tasks = s.scalar(select(func.count()).select_from(gone.subquery()))
         if not attempts and not tasks:
             return 0, 0
         s.execute(delete(Attempt).where(later))
-        for part in chunks(tasks):
-            # the references naming a deleted task first: SQLite checks them at each statement
-            s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(part)))
-            s.execute(delete(TaskReference).where(TaskReference.task_id.in_(part)))
-            s.execute(delete(TaskStats).where(TaskStats.task_id.in_(part)))
-            s.execute(delete(TaskRow).where(TaskRow.id.in_(part)))
+        # what names a deleted task first (a pool migrated from an older schema may not
+        # cascade); a kept task never names a later one
+        s.execute(delete(TaskReference).where(TaskReference.task_id.in_(gone)))
+        s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(gone)))
+        s.execute(delete(TaskStats).where(TaskStats.task_id.in_(gone)))
+        s.execute(delete(TaskRow).where(TaskRow.id.in_(gone)))
         _rebuild(s, run_id, cfg)
-    return len(tasks), attempts
+    return tasks, attempts
 
 
 def _rebuild(s, run_id: int, cfg: CurriculumConfig) -> None:

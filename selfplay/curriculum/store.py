@@ -292,9 +292,10 @@ class TaskStore:
         self.reload()
 
     def roll_back(self, step: int) -> tuple[int, int]:
-        """Delete the tasks proposed after `step` and the attempts recorded after it, and
-        replay the difficulty state from what remains: the pool as it stood when `step` ended
-        (a resumed run calls it with its checkpoint's step). Returns (tasks, attempts) deleted."""
+        """Delete the tasks added after `step` and the attempts recorded after it, and replay
+        the difficulty state from what remains: the pool as it stood when `step` ended (a run
+        resumed from a checkpoint calls it with the checkpoint's step). Returns (tasks,
+        attempts) deleted."""
         deleted = replay.roll_back(self._engine, self._run_id, self._config, step)
         if any(deleted):
             self.reload()
@@ -464,7 +465,7 @@ class TaskStore:
 
     def latest(self, n: int, before_step: int) -> list[PoolTask]:
         """The `n` tasks that entered the pool last before step `before_step`, oldest first
-        (tasks of later steps, say those a resumed run will add again, are left out)."""
+        (tasks the step itself or later ones added are left out)."""
         ids = self._index["id"][self._index["step"] < before_step]
         return self.get(ids[-n:].tolist() if n > 0 else [])
 
@@ -478,8 +479,8 @@ class TaskStore:
         self, programs: Sequence[str], before_step: int
     ) -> dict[str, list[frozenset[str]]]:
         """Per program text, the input sets of the induction tasks on it that entered the pool
-        before step `before_step` (tasks a resumed run will add again are left out). Reads the
-        database: programs are not in the in-memory index."""
+        before step `before_step` (those of the step itself or later ones are left out). Reads
+        the database: programs are not in the in-memory index."""
         return reads.induction_inputs(self._engine, self._run_id, programs, before_step)
 
     def stats(self, step: int | None = None, growth: bool = True, programs: bool = False):

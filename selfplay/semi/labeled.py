@@ -74,10 +74,20 @@ def import_labeled(
 class SelectionLog:
     """Appends the admission decisions that are new or changed since the last step logged."""
 
-    def __init__(self, path: Path, resume_step: int = 0) -> None:
+    def __init__(self, path: Path, resume_step: int | None = None) -> None:
+        """A run resumed after `resume_step` drops the lines of the steps it runs again and
+        goes on from the decisions the kept lines hold."""
         self.path = path
         self.last: dict[int, tuple[bool, str]] = {}
-        keep_steps(path, resume_step)  # a resumed run drops the lines of steps it runs again
+        if resume_step is not None:
+            keep_steps(path, resume_step)
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    record = json.loads(line)
+                    self.last[record["task_id"]] = (record["admitted"], record["reason"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a half-written line of a killed run
 
     def write(self, selection) -> int:
         """Log a step's `Selection`; returns how many lines were written."""

@@ -89,21 +89,31 @@ def test_attempts_are_recorded_once_per_task_step_and_version(store_url, config)
             store.record_attempts(2, "v", [(999_999, 4, 1)])
 
 
-def _play(store, step: int) -> list[int]:
+def _play(store, step: int) -> list[str]:
     """One step of a run's pool traffic: two tasks proposed from references, answers to
-    every task so far (the same for the same step, so that a step can be played again)."""
+    every task so far (the same for the same step, so that a step can be played again).
+    Returns the new tasks' programs."""
     known = [int(i) for i in store.index["id"]]
     prov = Provenance("proposed", step, f"v{step}", "proposer", references=tuple(known[-2:]))
-    new = store.add_tasks([task(10 * step), task(10 * step + 1, "abduction")], prov).ids
+    made = [task(10 * step), task(10 * step + 1, "abduction")]
+    new = store.add_tasks(made, prov).ids
     tried = [*known, *new]
-    store.record_attempts(step, f"v{step}", [(t, 4, (t * step) % 5) for t in tried])
-    return list(new)
+    store.record_attempts(step, f"v{step}", [(t, 4, (i * step) % 5) for i, t in enumerate(tried)])
+    return [t.program for t in made]
 
 
 def _pool(store) -> tuple:
+    """The pool by content, in the order tasks entered it (ids differ on PostgreSQL, where
+    a deleted id is not given again)."""
     ids = sorted(int(i) for i in store.index["id"])
+    tasks = store.get(ids)
+    position = {i: n for n, i in enumerate(ids)}
+    content = [
+        (t.task.program, t.provenance.step, tuple(position[r] for r in t.provenance.references))
+        for t in tasks
+    ]
     estimates = [(e.n_answers, e.n_correct, e.p, e.difficulty) for e in store.estimates(ids)]
-    return ids, set(store.recorded), dict(store.abilities), estimates
+    return content, set(store.recorded), dict(store.abilities), estimates
 
 
 def _same(a: tuple, b: tuple) -> None:
@@ -117,8 +127,8 @@ def _same(a: tuple, b: tuple) -> None:
 
 def test_a_rollback_gives_back_the_pool_of_its_step_and_the_same_steps_again(store_url, config):
     """What a resumed run relies on: after `roll_back(2)` the pool is the pool of step 2 (the
-    seed kept), and playing steps 3 and 4 again gives the tasks, ids and estimates they gave
-    the first time; another run in the same store is not touched."""
+    seed kept), and playing steps 3 and 4 again gives the tasks and estimates they gave the
+    first time; another run in the same store is not touched."""
     with TaskStore.open(store_url, run="other", config=config) as other:
         other.add_tasks([task(99)], Provenance("proposed", 5))
         other.record_attempts(5, "v", [(int(other.index["id"][0]), 4, 1)])
@@ -138,12 +148,27 @@ def test_a_rollback_gives_back_the_pool_of_its_step_and_the_same_steps_again(sto
         _same(_pool(store), at_two)
         assert [_play(store, step) for step in (3, 4)] == later
         _same(_pool(store), at_four)
-        [kept] = store.get([later[0][0]])
-        assert kept.provenance.references == tuple(at_two[0][-2:])
         assert store.roll_back(0) == (8, 3 + 5 + 7 + 9)  # back to the seed alone
-        assert store.index["id"].tolist() == at_two[0][:1] and store.abilities == {}
+        assert [t[0] for t in _pool(store)[0]] == [task(0).program] and store.abilities == {}
     with TaskStore.open(store_url, run="other", config=config) as other:
         _same(_pool(other), theirs)
+
+
+def test_a_run_without_a_checkpoint_leaves_the_pool_as_it_is_and_says_so(store_url, config, capsys):
+    from selfplay.runs import _roll_back
+
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        store.add_tasks([task(0)], Provenance("seed"))
+        _roll_back(store, 0)
+        assert capsys.readouterr().err == ""  # a new run: nothing to say
+        for step in (1, 2):
+            _play(store, step)
+        before = _pool(store)
+        _roll_back(store, 0)  # its checkpoints gone, or another folder on a shared pool
+        _same(_pool(store), before)
+        assert "holds tasks or answers up to step 2" in capsys.readouterr().err
+        _roll_back(store, 1)  # resumed from step 1's checkpoint
+        assert "2 tasks and 5 attempts recorded after step 1 removed" in capsys.readouterr().err
 
 
 def test_discount_forgets_old_answers(store_url):

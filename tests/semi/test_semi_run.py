@@ -75,8 +75,11 @@ def test_a_resumed_run_drops_the_selection_lines_of_the_steps_it_runs_again(tmp_
     path = tmp_path / "selection.jsonl"
     records = [{"step": s, "task_id": s, "admitted": True, "reason": "ok"} for s in (1, 2, 3)]
     path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"step": 4, "ta')
-    SelectionLog(path, resume_step=2)
+    log = SelectionLog(path, resume_step=2)
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2]
+    # it goes on from the kept decisions: an unchanged one is not written again
+    assert log.last == {1: (True, "ok"), 2: (True, "ok")}
+    assert SelectionLog(path).last == log.last and len(path.read_text().splitlines()) == 2
 
 
 def test_a_bad_labeled_path_stops_the_run_before_it_starts(tmp_path, tiny_model_dir):
