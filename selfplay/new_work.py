@@ -6,6 +6,8 @@
                        trivial task, an induction task that adds nothing on its program
                        (`induction_repeats`)
     duplicates         which proposals that entered the pool are repeats of its tasks
+    guessable          which abduction tasks a stock input solves: they enter the pool marked,
+                       and `curriculum.guessable_weight` sets how often the solver draws them
 
 Each function takes the run (`runs.Run`): its configuration, pool, executor and benchmarks.
 """
@@ -15,10 +17,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from selfplay.proposer.canonical import canonical_program
-from selfplay.trivial import MIN_PROBES, probe_inputs, trivial_reasons
+from selfplay.trivial import MIN_PROBES, probe_inputs, stock_solves, trivial_reasons
 from selfplay.types import Task, Validated
 
-__all__ = ["behaviour_copies", "duplicates", "induction_repeats", "kept_out"]
+__all__ = ["behaviour_copies", "duplicates", "guessable", "induction_repeats", "kept_out"]
 
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
 _LIMITS = frozenset({"timeout", "memory", "crash:worker"})
@@ -98,6 +100,14 @@ def duplicates(run, result, step: int) -> list[bool]:
         flags.append(task_id not in own or task_id in seen)
         seen.add(task_id)
     return flags
+
+
+def guessable(run, tasks: list[Task]) -> list[bool | None]:
+    """Per task, whether one of its stock inputs solves it (`trivial.stock_inputs`: an answer
+    that does not read the output) for an abduction task; None for the other types (not
+    judged). One executor call for the batch, split across ranks."""
+    solves = run.ranks.map(lambda part, _: stock_solves(run.executor, part), tasks)
+    return [s if t.type == "abduction" else None for t, s in zip(tasks, solves, strict=True)]
 
 
 def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task]) -> list[int]:

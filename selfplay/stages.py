@@ -207,7 +207,8 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     output does not move with its input; with `curriculum.refuse_stock_inputs` an abduction
     task a stock input solves), which teaches the solver to copy rather than to
     trace (docs/results.md); and an induction task that adds nothing on its program
-    (`new_work.induction_repeats`)."""
+    (`new_work.induction_repeats`). An abduction task that enters is marked with whether a stock
+    input solves it (`new_work.guessable`, for `curriculum.guessable_weight`)."""
     kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())
@@ -217,7 +218,9 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
             for v in fresh
         ]
         records = [verification_record(v.verdicts, run.executor.isolation) for v in fresh]
-        result = run.store.add_tasks([v.task for v in fresh], provenance, records)
+        tasks = [v.task for v in fresh]
+        guessable = new_work.guessable(run, tasks)
+        result = run.store.add_tasks(tasks, provenance, records, guessable)
         placed = zip(result.ids, result.added, new_work.duplicates(run, result, step), strict=True)
     stored = []
     for k, v in enumerate(validated):

@@ -46,6 +46,7 @@ __all__ = [
     "literal_arguments",
     "probe_inputs",
     "stock_inputs",
+    "stock_solves",
     "trivial_reasons",
 ]
 
@@ -248,7 +249,7 @@ def trivial_reasons(executor, tasks: Sequence[Task], stock: bool = False) -> lis
     no input)."""
     copies = copy_solves(executor, tasks)
     outputs = _outputs(executor, tasks)
-    guessed = _stock_solves(executor, tasks) if stock else [False] * len(tasks)
+    guessed = stock_solves(executor, tasks) if stock else [False] * len(tasks)
     reasons = []
     for task, copy, own, guess in zip(tasks, copies, outputs, guessed, strict=True):
         if task.type == "math":
@@ -285,7 +286,7 @@ def _outputs(executor, tasks: Sequence[Task]) -> list[list[str]]:
     return outputs
 
 
-def _stock_solves(executor, tasks: Sequence[Task]) -> list[bool]:
+def stock_solves(executor, tasks: Sequence[Task]) -> list[bool]:
     """Per task, whether it is an abduction task that one of its stock inputs (`stock_inputs`)
     solves, judged as the solver's answers are (`verify_many`: the judge's time limits), in one
     executor call."""

@@ -307,6 +307,13 @@ def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run):
         rewards = [r.reward for r in rollouts if r.role == "propose"]
         assert [r == run.config.reward.proposer_duplicate for r in rewards] == refused
         assert metrics["propose/trivial_share"] == pytest.approx(sum(refused) / 3)
+        pool = run.store
+        pool.reload()  # the marks as the database holds them
+        marks = pool.index["guessable"][pool.index.positions([s.task_id for s in stored[1:]])]
+        assert marks.tolist() == [0, 0]  # 37 is no stock input; a deduction is not judged
+        if not overrides:  # the guessable task entered the pool, marked
+            [mark] = pool.index["guessable"][pool.index.positions([stored[0].task_id])]
+            assert mark == 1
 
 
 def test_a_benchmark_program_stays_out_of_the_pool(make_run):

@@ -97,6 +97,13 @@ class CurriculumConfig(Checked):
         "guessing, not for working back from the output; off under keep_trivial. Measured "
         "off: it starved the pool of abductions and did not keep CRUXEval-I (docs/results.md)",
     )
+    guessable_weight: float = knob(
+        1.0,
+        "the solver draws an abduction task that a stock input solves (`tasks.guessable`, judged "
+        "as it enters the pool) with this multiple of its learnability weight: below 1, its "
+        "batches hold more tasks that need working back from the output, and the proposer "
+        "still earns for the guessable ones (1 = off, 0 = never drawn for the solver)",
+    )
     induction_per_program: int = knob(
         3,
         "most induction tasks the pool takes on one program; a further one, or one that repeats "
@@ -161,7 +168,11 @@ class CurriculumConfig(Checked):
         positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
         positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
         positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
-        if self.ability_drift_sd < 0 or self.explore_weight < 0 or self.induction_per_program < 0:
-            raise ConfigError(
-                "curriculum.ability_drift_sd, explore_weight and induction_per_program must be >= 0"
-            )
+        for name in (
+            "ability_drift_sd",
+            "explore_weight",
+            "induction_per_program",
+            "guessable_weight",
+        ):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"curriculum.{name} must be >= 0")

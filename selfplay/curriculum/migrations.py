@@ -17,6 +17,8 @@ History:
      migration drops the old columns and replays the recorded attempts to fit both models;
      `attempts.batch` and `runs.batches` number the calls that recorded attempts (0 for
      attempts from version 1), so that a replay groups answers exactly as they were recorded
+  3  `tasks.guessable`: whether a stock input solves an abduction task (NULL for the tasks of
+     older pools: not judged), which `curriculum.guessable_weight` draws less often
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.
@@ -44,8 +46,12 @@ def _v1_to_v2(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE runs ADD COLUMN batches INTEGER NOT NULL DEFAULT 0"))
 
 
+def _v2_to_v3(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE tasks ADD COLUMN guessable BOOLEAN"))
+
+
 #: version -> the step that migrates a database from it to version + 1
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 #: migrations after which the derived difficulty state must be recomputed from `attempts`
 REBUILDS_AFTER = {1}
 

@@ -19,6 +19,7 @@ COLUMNS: dict[str, type] = {
     "type": np.int8,  # index into TASK_TYPES
     "origin": np.int8,  # index into records.ORIGINS
     "step": np.int64,  # step that produced the task
+    "guessable": np.int8,  # 1: a stock input solves it (0: none does, or not judged)
     "n_answers": np.int64,
     "n_correct": np.int64,
     "succ": np.float64,
@@ -73,7 +74,7 @@ class PoolIndex:
         """Overwrite the given columns at `positions` (after a write has committed)."""
         for name, values in columns.items():
             self[name][positions] = values
-        if not {"type", "origin", "step"}.isdisjoint(columns):
+        if not {"type", "origin", "step", "guessable"}.isdisjoint(columns):
             self._groups = None
             self._derived = {}
         attempted = self._derived.get(("attempted",))
@@ -109,8 +110,8 @@ class PoolIndex:
         return [g if t in types else g[:0] for t, g in zip(TASK_TYPES, self._groups, strict=True)]
 
     def equal(self, name: str, value: int) -> np.ndarray:
-        """`self[name] == value` for a fixed column (type, origin, step; cached until the
-        next append). Read only."""
+        """`self[name] == value` for a fixed column (type, origin, step, guessable; cached
+        until the next append). Read only."""
         key = ("equal", name, value)
         if key not in self._derived:
             mask = self[name] == value

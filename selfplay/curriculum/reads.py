@@ -19,7 +19,8 @@ from selfplay.types import TASK_TYPES, Task
 
 def load_index(engine, run_id: int) -> PoolIndex:
     """The per-task state of a run, read in id order straight into numpy columns: the tasks'
-    fixed columns (types as small integers, computed by the database), then the stats rows."""
+    fixed columns (types as small integers, computed by the database), then the stats rows.
+    A task not judged for stock inputs (`guessable` NULL) counts as not guessable."""
     index = PoolIndex()
     query = (
         select(
@@ -27,6 +28,7 @@ def load_index(engine, run_id: int) -> PoolIndex:
             _code(TaskRow.type, TASK_TYPES),
             _code(TaskRow.origin, ORIGINS),
             TaskRow.step,
+            case((TaskRow.guessable.is_(True), 1), else_=0),
         )
         .where(TaskRow.run_id == run_id)
         .order_by(TaskRow.id)
@@ -35,7 +37,7 @@ def load_index(engine, run_id: int) -> PoolIndex:
     with database.read(engine) as s:
         conn = s.connection()
         for part in conn.execute(query.execution_options(yield_per=200_000)).partitions():
-            table = np.array(list(map(tuple, part)), dtype=np.int64).reshape(-1, 4)
+            table = np.array(list(map(tuple, part)), dtype=np.int64).reshape(-1, 5)
             if (table[:, 1:3] < 0).any():
                 raise StoreError("the pool holds a task type or origin this version does not know")
             batch = {
@@ -43,6 +45,7 @@ def load_index(engine, run_id: int) -> PoolIndex:
                 "type": table[:, 1],
                 "origin": table[:, 2],
                 "step": table[:, 3],
+                "guessable": table[:, 4],
             }
             for name in (*COUNTS, *STATE):
                 batch[name] = np.zeros(len(table))

@@ -2,7 +2,7 @@
 
     selfplay_meta   key/value: `schema_version` (see `migrations.py`)
     runs            one row per run; tasks are deduplicated within a run
-    tasks           a verified task and its provenance
+    tasks           a verified task, its provenance, and whether a stock input solves it
     task_stats      the difficulty state of each attempted task
     task_references which pool tasks the proposer was shown when it wrote a task (ordered)
     attempts        per (task, step, model version): answers and correct answers, once
@@ -24,6 +24,7 @@ from datetime import datetime
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Float,
     ForeignKey,
@@ -35,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of its rowid (fast, autoincrementing) for the
 # exact type INTEGER; PostgreSQL gets BIGINT so a long run never runs out of ids.
@@ -90,6 +91,10 @@ class TaskRow(Base):
     step: Mapped[int] = mapped_column(Integer, default=0)  # training step that produced it
     model_version: Mapped[str] = mapped_column(String(200), default="")
     verification: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), default=None)
+    # an abduction task one of its stock inputs solves (`selfplay.trivial.stock_inputs`):
+    # answerable by guessing rather than working back; NULL where not judged (imported tasks,
+    # pools of schema 2, other task types)
+    guessable: Mapped[bool | None] = mapped_column(Boolean, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

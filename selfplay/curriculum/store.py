@@ -220,20 +220,25 @@ class TaskStore:
         tasks: Sequence[Task],
         provenance: Provenance | Sequence[Provenance],
         verifications: Sequence[dict | None] | dict | None = None,
+        guessable: Sequence[bool | None] | None = None,
     ) -> AddResult:
         """Add validated tasks; a task already in the run (same content hash) is not added
-        again, and its existing id is returned. One provenance for all, or one per task."""
+        again, and its existing id is returned. One provenance for all, or one per task;
+        `guessable`, per task, whether a stock input solves it (None: not judged, the default;
+        `curriculum.guessable_weight`)."""
         if isinstance(provenance, Provenance):
             provenance = [provenance] * len(tasks)
         if verifications is None or isinstance(verifications, dict):
             verifications = [verifications] * len(tasks)
-        if not len(tasks) == len(provenance) == len(verifications):
-            raise ValueError("tasks, provenance and verifications must be equally long")
+        if guessable is None:
+            guessable = [None] * len(tasks)
+        if not len(tasks) == len(provenance) == len(verifications) == len(guessable):
+            raise ValueError("tasks, provenance, verifications and guessable must be equally long")
         for prov in provenance:
             if prov.references:
                 self._index.positions(prov.references)  # KeyError: not a task of this run
         result, appended = writes.add_tasks(
-            self._engine, self._run_id, tasks, provenance, verifications
+            self._engine, self._run_id, tasks, provenance, verifications, guessable
         )
         self._index.append(appended)
         self._p_cache = None
@@ -387,6 +392,9 @@ class TaskStore:
         if self._config.selection == "trapo":
             chosen = self.selection(step)
             weights[self._index.positions(chosen.rejected)] = 0.0
+        guessable = self._index.equal("guessable", 1)
+        if self._config.guessable_weight != 1.0:
+            weights[guessable] *= self._config.guessable_weight
         groups = self._index.groups(types)
         labeled = self._index.equal("origin", ORIGINS.index("labeled"))
         rng = sampler.generator(self._config, step, salt, stream=0)
@@ -398,6 +406,9 @@ class TaskStore:
         metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
         metrics["curriculum/labeled_share"] = (
             float(labeled[positions].mean()) if len(positions) else 0.0
+        )
+        metrics["curriculum/guessable_share"] = (
+            float(guessable[positions].mean()) if len(positions) else 0.0
         )
         if chosen is not None:
             metrics.update(chosen.metrics())

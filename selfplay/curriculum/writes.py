@@ -88,7 +88,7 @@ def find_or_create_run(engine, name: str, create: bool, config: dict | None = No
 # -- tasks ------------------------------------------------------------------------------------
 
 
-def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -> dict:
+def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification, guessable) -> dict:
     if prov.origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {prov.origin!r}")
     return {
@@ -108,13 +108,15 @@ def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification) -
         "step": prov.step,
         "model_version": prov.model_version,
         "verification": None if verification is None else json.dumps(verification),
+        "guessable": guessable,
     }
 
 
 def add_tasks(
-    engine, run_id: int, tasks, provenance, verifications
+    engine, run_id: int, tasks, provenance, verifications, guessable
 ) -> tuple[AddResult, dict[str, np.ndarray]]:
-    """Insert the tasks not yet in the run; returns the result and the index rows to append."""
+    """Insert the tasks not yet in the run; returns the result and the index rows to append.
+    A task already in the run keeps the `guessable` judgement it was added with."""
     hashes = [content_hash(t) for t in tasks]
     first: dict[str, int] = {}
     for i, digest in enumerate(hashes):
@@ -127,7 +129,10 @@ def add_tasks(
             )
             ids.update(s.execute(query).all())
         new = [i for digest, i in first.items() if digest not in ids]
-        rows = [_row(run_id, tasks[i], hashes[i], provenance[i], verifications[i]) for i in new]
+        rows = [
+            _row(run_id, tasks[i], hashes[i], provenance[i], verifications[i], guessable[i])
+            for i in new
+        ]
         if rows:
             new_ids = _reserve_ids(s, len(rows))
             for row, task_id in zip(rows, new_ids, strict=True):
@@ -143,7 +148,7 @@ def add_tasks(
                 s.execute(insert(TaskReference), refs)
     fresh = set(new)
     result = AddResult(tuple(ids[h] for h in hashes), tuple(i in fresh for i in range(len(hashes))))
-    return result, _index_rows(ids, hashes, new, tasks, provenance)
+    return result, _index_rows(ids, hashes, new, tasks, provenance, guessable)
 
 
 def _reserve_ids(s, count: int) -> list[int]:
@@ -160,13 +165,14 @@ def _reserve_ids(s, count: int) -> list[int]:
     return list(range(top + 1, top + count + 1))
 
 
-def _index_rows(ids, hashes, new, tasks, provenance) -> dict:
+def _index_rows(ids, hashes, new, tasks, provenance, guessable) -> dict:
     count = len(new)
     rows = {
         "id": np.fromiter((ids[hashes[i]] for i in new), dtype=np.int64, count=count),
         "type": np.fromiter((TASK_TYPES.index(tasks[i].type) for i in new), np.int8, count),
         "origin": np.fromiter((ORIGINS.index(provenance[i].origin) for i in new), np.int8, count),
         "step": np.fromiter((provenance[i].step for i in new), np.int64, count),
+        "guessable": np.fromiter((bool(guessable[i]) for i in new), np.int8, count),
     }
     for name in ("n_answers", "n_correct", "last_step"):
         rows[name] = np.zeros(count, dtype=np.int64)

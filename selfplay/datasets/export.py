@@ -6,7 +6,8 @@ full provenance and its difficulty estimates at the export step:
   id ("run/task id"), task_id, run, hash, type, program, inputs, outputs, message, n_visible,
   cpu_s, origin, source, source_id, step, model_version, created_at, references (content
   hashes of the tasks the proposer was shown: they identify tasks across pools),
-  reference_ids, verification (the validation record, as JSON text), n_answers, n_correct,
+  reference_ids, verification (the validation record, as JSON text), guessable (whether a
+  stock input solves the abduction task; null where not judged), n_answers, n_correct,
   p, posterior_mean, effective_answers, irt_p, difficulty, difficulty_sd, ability,
   estimated_at_step
 
@@ -120,6 +121,7 @@ def _record(store, row, refs, ref_hashes, e, step: int) -> dict:
         "references": [ref_hashes[r] for r in refs],
         "reference_ids": list(refs),
         "verification": json.dumps(row.verification, sort_keys=True),
+        "guessable": row.guessable,
         "n_answers": e.n_answers,
         "n_correct": e.n_correct,
         "p": e.p,
@@ -158,6 +160,7 @@ def arrow_schema():
         "references": pa.list_(text),
         "reference_ids": pa.list_(ints),
         "verification": text,
+        "guessable": pa.bool_(),
         "n_answers": ints,
         "n_correct": ints,
         "p": floats,

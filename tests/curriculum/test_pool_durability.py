@@ -111,7 +111,7 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
     with _engine(store_url).connect() as conn:
         version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
         columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
-    assert version == str(SCHEMA_VERSION) and "succ" not in columns
+    assert version == str(SCHEMA_VERSION) and "succ" not in columns and "guessable" in columns
 
 
 def test_a_newer_schema_or_a_foreign_database_is_refused(store_url):

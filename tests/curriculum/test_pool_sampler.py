@@ -96,6 +96,27 @@ def test_new_tasks_are_explored_and_recent_share_holds(store_url):
         )
 
 
+def test_guessable_weight_draws_guessable_abductions_that_much_less(store_url):
+    """Half of 40 equally learnable abduction tasks are marked guessable: with weight w each
+    is drawn w times as often as an unmarked one, never with 0; the marks are stored (a
+    reopened store draws the same), and the batch says its guessable share."""
+    tasks = [task(i, "abduction") for i in range(40)]
+    marks = [i % 2 == 0 for i in range(40)]
+    with TaskStore.open(store_url, run="r") as store:
+        ids = store.add_tasks(tasks, Provenance(step=1), guessable=marks).ids
+    guessable = {i for i, mark in zip(ids, marks, strict=True) if mark}
+    for weight, share in [(1.0, 0.5), (0.25, 0.2), (0.0, 0.0)]:
+        config = CurriculumConfig(guessable_weight=weight, recent_share=0.0)
+        with TaskStore.open(store_url, run="r", config=config) as store:
+            drawn = []
+            for salt in range(300):
+                batch = store.sample(2, step=1, salt=salt)
+                marked = sum(t.id in guessable for t in batch.tasks)
+                assert batch.metrics["curriculum/guessable_share"] == marked / 2
+                drawn.append(marked / 2)
+        assert np.mean(drawn) == pytest.approx(share, abs=0.05)
+
+
 def test_same_seed_step_and_salt_give_the_same_batch(store_url, config):
     with TaskStore.open(store_url, run="r", config=config) as store:
         _pool(store, per_type=30)
