@@ -105,9 +105,19 @@ def duplicates(run, result, step: int) -> list[bool]:
 def guessable(run, tasks: list[Task]) -> list[bool | None]:
     """Per task, whether one of its stock inputs solves it (`trivial.stock_inputs`: an answer
     that does not read the output) for an abduction task; None for the other types (not
-    judged). One executor call for the batch, split across ranks."""
-    solves = run.ranks.map(lambda part, _: stock_solves(run.executor, part), tasks)
-    return [s if t.type == "abduction" else None for t, s in zip(tasks, solves, strict=True)]
+    judged). One executor call for the abduction tasks, split across ranks; none when
+    `kept_out` refused the guessable ones already (`curriculum.refuse_stock_inputs`)."""
+    marks: list[bool | None] = [None] * len(tasks)
+    asked = [i for i, t in enumerate(tasks) if t.type == "abduction"]
+    curriculum = run.config.curriculum
+    if curriculum.refuse_stock_inputs and not curriculum.keep_trivial:
+        solves = [False] * len(asked)
+    else:
+        part = [tasks[i] for i in asked]
+        solves = run.ranks.map(lambda chunk, _: stock_solves(run.executor, chunk), part)
+    for i, solved in zip(asked, solves, strict=True):
+        marks[i] = solved
+    return marks
 
 
 def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task]) -> list[int]:

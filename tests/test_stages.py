@@ -13,10 +13,12 @@ import dataclasses
 import math
 
 import pytest
+import sqlalchemy as sa
 
 from selfplay import stages
 from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
+from selfplay.curriculum.schema import TaskRow
 from selfplay.distributed import Ranks
 from selfplay.engine.base import Completion, Generation
 from selfplay.proposer.induction import induction_programs
@@ -307,13 +309,18 @@ def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run):
         rewards = [r.reward for r in rollouts if r.role == "propose"]
         assert [r == run.config.reward.proposer_duplicate for r in rewards] == refused
         assert metrics["propose/trivial_share"] == pytest.approx(sum(refused) / 3)
-        pool = run.store
-        pool.reload()  # the marks as the database holds them
-        marks = pool.index["guessable"][pool.index.positions([s.task_id for s in stored[1:]])]
-        assert marks.tolist() == [0, 0]  # 37 is no stock input; a deduction is not judged
-        if not overrides:  # the guessable task entered the pool, marked
-            [mark] = pool.index["guessable"][pool.index.positions([stored[0].task_id])]
-            assert mark == 1
+        # as the database holds them: the guessable task marked where it entered the pool, 37 no
+        # stock input, a deduction not judged
+        ids = [s.task_id for s in stored]
+        query = sa.select(TaskRow.id, TaskRow.guessable).where(TaskRow.id.in_(ids[1:] + ids[:1]))
+        with run.store.engine.connect() as conn:
+            marks = dict(conn.execute(query).all())
+        assert [marks.get(i) for i in ids] == [None if refused[0] else True, False, None]
+        run.store.reload()
+        index = run.store.index
+        assert index["guessable"][index.positions(ids[1:])].tolist() == [0, 0]
+        if not refused[0]:
+            assert index["guessable"][index.positions(ids[:1])].tolist() == [1]
 
 
 def test_a_benchmark_program_stays_out_of_the_pool(make_run):

@@ -102,7 +102,9 @@ class CurriculumConfig(Checked):
         "the solver draws an abduction task that a stock input solves (`tasks.guessable`, judged "
         "as it enters the pool) with this multiple of its learnability weight: below 1, its "
         "batches hold more tasks that need working back from the output, and the proposer "
-        "still earns for the guessable ones (1 = off, 0 = never drawn for the solver)",
+        "still earns for the guessable ones (1 = no reweighting, though tasks are still judged "
+        "and marked; 0 = never drawn for the solver). References and the programs of induction "
+        "proposals are drawn as before",
     )
     induction_per_program: int = knob(
         3,

@@ -232,6 +232,7 @@ class TaskStore:
             verifications = [verifications] * len(tasks)
         if guessable is None:
             guessable = [None] * len(tasks)
+        guessable = [None if g is None else bool(g) for g in guessable]  # not numpy's bool
         if not len(tasks) == len(provenance) == len(verifications) == len(guessable):
             raise ValueError("tasks, provenance, verifications and guessable must be equally long")
         for prov in provenance:
@@ -377,11 +378,14 @@ class TaskStore:
         *,
         salt: int = 0,
         types: Sequence[TaskType] | None = None,
+        for_solver: bool = True,
     ) -> SolverBatch:
         """A frontier batch of up to n distinct tasks for the solver (see `sampler.py`).
 
         The same pool, step and salt give the same batch; use another salt for a second,
         independent draw in one step. `types` restricts the draw to some task types.
+        `for_solver=False` draws for another use (the programs of induction proposals):
+        `curriculum.guessable_weight`, which is about the solver's answers, does not apply.
         """
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
@@ -393,7 +397,7 @@ class TaskStore:
             chosen = self.selection(step)
             weights[self._index.positions(chosen.rejected)] = 0.0
         guessable = self._index.equal("guessable", 1)
-        if self._config.guessable_weight != 1.0:
+        if for_solver and self._config.guessable_weight != 1.0:
             weights[guessable] *= self._config.guessable_weight
         groups = self._index.groups(types)
         labeled = self._index.equal("origin", ORIGINS.index("labeled"))

@@ -35,7 +35,8 @@ def induction_programs(store, executor, curriculum, n: int, step: int, salt: int
 
 def _eligible(store, executor, curriculum, n: int, step: int, salt: int) -> list[str]:
     """The distinct programs of `n` drawn tasks, in draw order, that induction may use."""
-    tasks = [t.task for t in store.sample(n, step, types=WRITTEN_TYPES, salt=salt).tasks]
+    drawn = store.sample(n, step, types=WRITTEN_TYPES, salt=salt, for_solver=False)
+    tasks = [t.task for t in drawn.tasks]
     if tasks and not curriculum.keep_trivial:
         tasks = [t for t, why in zip(tasks, trivial_reasons(executor, tasks), strict=True)
                  if not why]  # fmt: skip

@@ -107,6 +107,7 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
         assert (e.n_answers, e.n_correct) == (16, 12)  # replayed from the attempts
         assert e.difficulty < 0 and len(store.abilities) == 2  # the Rasch model was fitted
         assert store.get([1])[0].provenance.source == "f.jsonl"
+        assert store.index["guessable"].tolist() == [0]  # an older task: not judged
         store.add_tasks([task(1)], Provenance())  # and the migrated pool takes new tasks
     with _engine(store_url).connect() as conn:
         version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from selfplay.curriculum import Provenance, TaskStore
@@ -87,6 +88,7 @@ def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
                 )
             ],
             Provenance(step=3, model_version="m3", references=tuple(ids[:2])),
+            guessable=[np.bool_(True)],  # a numpy flag is stored as a plain boolean
         ).ids
         store.record_attempts(3, "m3", [(new, 8, 3)])
         out = tmp_path / f"pool.{fmt}"
@@ -113,6 +115,7 @@ def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
     last = rows[-1]
     assert (last["step"], last["model_version"], last["n_answers"]) == (3, "m3", 8)
     assert len(last["references"]) == 2 and last["origin"] == "proposed"
+    assert last["guessable"] is True and {r["guessable"] for r in rows[:-1]} == {None}
     with TaskStore.open(store_url, run="b") as other:
         report = import_file(other, source, executor)
         assert report.rejects == [] and report.added == len(rows)
