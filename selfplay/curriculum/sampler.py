@@ -190,6 +190,37 @@ def draw(
     return out[rng.permutation(len(out))]
 
 
+def draw_split(
+    config: CurriculumConfig,
+    n: int,
+    weights: np.ndarray,
+    groups: list[np.ndarray],
+    labeled: np.ndarray,
+    recent: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Positions of a batch (`draw`): `labeled_ratio` of it from labeled tasks (the `labeled`
+    mask) when any are drawable, the rest from the others; a side short of drawable tasks
+    leaves its slots to the other, so the batch is as full as the pool allows. `recent`: the
+    positions of the recent tasks, ascending."""
+
+    def part(k: int, w: np.ndarray, parts: list[np.ndarray]) -> np.ndarray:
+        if k <= 0:
+            return np.empty(0, dtype=np.int64)
+        return draw(config, k, w, parts, [members(g, recent) for g in parts], rng)
+
+    if not labeled.any():
+        return part(n, weights, groups)
+    first = part(round(config.labeled_ratio * n), weights, [g[labeled[g]] for g in groups])
+    rest = part(n - len(first), weights, [g[~labeled[g]] for g in groups])
+    picked = np.concatenate([first, rest])
+    if len(picked) < n:
+        left = weights.copy()
+        left[picked] = 0.0
+        picked = np.concatenate([picked, part(n - len(picked), left, groups)])
+    return picked[rng.permutation(len(picked))]
+
+
 def members(group: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Indices within the sorted `group` of those `positions` that belong to it (a group may
     be one side of the labeled split, which other tasks of its type are not part of)."""

@@ -230,9 +230,8 @@ class TaskStore:
             provenance = [provenance] * len(tasks)
         if verifications is None or isinstance(verifications, dict):
             verifications = [verifications] * len(tasks)
-        if guessable is None:
-            guessable = [None] * len(tasks)
-        guessable = [None if g is None else bool(g) for g in guessable]  # not numpy's bool
+        marks = [None] * len(tasks) if guessable is None else guessable
+        guessable = [None if g is None else bool(g) for g in marks]  # not numpy's bool
         if not len(tasks) == len(provenance) == len(verifications) == len(guessable):
             raise ValueError("tasks, provenance, verifications and guessable must be equally long")
         for prov in provenance:
@@ -402,7 +401,8 @@ class TaskStore:
         groups = self._index.groups(types)
         labeled = self._index.equal("origin", ORIGINS.index("labeled"))
         rng = sampler.generator(self._config, step, salt, stream=0)
-        positions = self._draw_split(n, weights, groups, labeled, step, rng)
+        recent = self._index.created_after(step - self._config.recent_steps)
+        positions = sampler.draw_split(self._config, n, weights, groups, labeled, recent, rng)
         tasks = self.get(self._index["id"][positions].tolist(), step)
         is_recent = self._index["step"][positions] > step - self._config.recent_steps
         metrics = sampler.batch_metrics(self._config, p[positions], attempted[positions], is_recent)
@@ -417,29 +417,6 @@ class TaskStore:
         if chosen is not None:
             metrics.update(chosen.metrics())
         return SolverBatch(tuple(tasks), step, n, metrics, chosen)
-
-    def _draw_split(self, n, weights, groups, labeled, step, rng) -> np.ndarray:
-        """Positions of a batch: `labeled_ratio` of it from labeled tasks when any are
-        drawable, the rest from the others; a side short of drawable tasks leaves its slots
-        to the other, so the batch is as full as the pool allows."""
-        if not labeled.any():
-            return self._draw(n, weights, groups, step, rng)
-        n_labeled = round(self._config.labeled_ratio * n)
-        first = self._draw(n_labeled, weights, [g[labeled[g]] for g in groups], step, rng)
-        rest = self._draw(n - len(first), weights, [g[~labeled[g]] for g in groups], step, rng)
-        picked = np.concatenate([first, rest])
-        if len(picked) < n:
-            left = weights.copy()
-            left[picked] = 0.0
-            picked = np.concatenate([picked, self._draw(n - len(picked), left, groups, step, rng)])
-        return picked[rng.permutation(len(picked))]
-
-    def _draw(self, n, weights, groups, step, rng) -> np.ndarray:
-        if n <= 0:
-            return np.empty(0, dtype=np.int64)
-        recent = self._index.created_after(step - self._config.recent_steps)
-        recent_in = [sampler.members(g, recent) for g in groups]
-        return sampler.draw(self._config, n, weights, groups, recent_in, rng)
 
     def selection(self, step: int | None = None):
         """The judgement at `step` (by the `selector` the store was opened with) of every
