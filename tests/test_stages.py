@@ -288,19 +288,26 @@ def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
     assert [s.duplicate for s in stored] == [False] * 4 and len(kept.store) == 5
 
 
-def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run):
+@pytest.mark.parametrize("shares", [1, 2])
+def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run, shares):
     """With `curriculum.refuse_stock_inputs` an abduction task that a stock input solves is
-    trivial (`trivial:stock_input`): the duplicate penalty, no pool; by default it is new work."""
+    trivial (`trivial:stock_input`): the duplicate penalty, no pool; by default it is new work,
+    marked guessable. Split across two shares (as two ranks split the judgement), each task
+    keeps its own verdict and mark."""
+    stock = "trivial:stock_input"
     for overrides, expected in [
-        (["curriculum.refuse_stock_inputs=true"], ["trivial:stock_input", "", ""]),
-        ([], ["", "", ""]),
-        (["curriculum.refuse_stock_inputs=true", "curriculum.keep_trivial=true"], ["", "", ""]),
+        (["curriculum.refuse_stock_inputs=true"], [stock, "", "", stock, ""]),
+        ([], [""] * 5),
+        (["curriculum.refuse_stock_inputs=true", "curriculum.keep_trivial=true"], [""] * 5),
     ]:
         run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
+        run = dataclasses.replace(run, ranks=Ranks(shares=shares))
         proposals = [
             proposed(0, "abduction", TRIPLE, "4", [seed_id]),  # 4 is a stock input
             proposed(1, "abduction", TRIPLE, "37", [seed_id]),
             proposed(2, "deduction", TRIPLE, "4", [seed_id]),
+            proposed(3, "abduction", TRIPLE, "10", [seed_id]),  # so is 10
+            proposed(4, "abduction", TRIPLE, "38", [seed_id]),
         ]
         stored, _, rollouts, metrics = one_step(run, proposals)
         assert [s.no_new_work for s in stored] == expected
@@ -308,19 +315,20 @@ def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run):
         assert [s.task_id is None for s in stored] == refused
         rewards = [r.reward for r in rollouts if r.role == "propose"]
         assert [r == run.config.reward.proposer_duplicate for r in rewards] == refused
-        assert metrics["propose/trivial_share"] == pytest.approx(sum(refused) / 3)
-        # as the database holds them: the guessable task marked where it entered the pool, 37 no
-        # stock input, a deduction not judged
-        ids = [s.task_id for s in stored]
-        query = sa.select(TaskRow.id, TaskRow.guessable).where(TaskRow.id.in_(ids[1:] + ids[:1]))
+        assert metrics["propose/trivial_share"] == pytest.approx(sum(refused) / 5)
+        # as the database and the index hold them: the guessable tasks marked where they entered
+        # the pool, 37 (no stock input) not, the deduction not judged
+        judged = [True, False, None, True, False]
+        pooled = [(s.task_id, mark) for s, mark in zip(stored, judged, strict=True) if s.task_id]
+        ids = [i for i, _ in pooled]
+        query = sa.select(TaskRow.id, TaskRow.guessable).where(TaskRow.id.in_(ids))
         with run.store.engine.connect() as conn:
-            marks = dict(conn.execute(query).all())
-        assert [marks.get(i) for i in ids] == [None if refused[0] else True, False, None]
+            in_database = dict(conn.execute(query).all())
+        assert [in_database[i] for i in ids] == [mark for _, mark in pooled]
         run.store.reload()
-        index = run.store.index
-        assert index["guessable"][index.positions(ids[1:])].tolist() == [0, 0]
-        if not refused[0]:
-            assert index["guessable"][index.positions(ids[:1])].tolist() == [1]
+        index = run.store.index  # 0: not guessable, or not judged
+        held = index["guessable"][index.positions(ids)].tolist()
+        assert held == [int(bool(mark)) for _, mark in pooled]
 
 
 def test_a_benchmark_program_stays_out_of_the_pool(make_run):
