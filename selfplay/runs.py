@@ -45,6 +45,7 @@ from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.kl_control import KLControl
+from selfplay.trivial import stock_solves
 from selfplay.types import Task
 
 if TYPE_CHECKING:
@@ -268,8 +269,8 @@ def _roll_back(store, step: int) -> None:
 
 
 def _prepare_pool(run: Run, labeled, start: int) -> None:
-    """Rank 0 takes the pool back to the step before `start`, imports the labeled sets and
-    seeds an empty pool before the first step."""
+    """Rank 0 takes the pool back to the step before `start`, imports the labeled sets, seeds
+    an empty pool and judges an older pool's abduction tasks before the first step."""
     config, store, executor, folder = run.config, run.store.local, run.executor, run.folder
     _roll_back(store, start - 1)
     run.imports = semi.import_labeled(
@@ -286,6 +287,7 @@ def _prepare_pool(run: Run, labeled, start: int) -> None:
         resumed = start - 1 if start > 1 else None  # a run with no checkpoint keeps its log
         run.selection_log = semi.SelectionLog(folder / "selection.jsonl", resumed)
     _seed_pool(run)
+    _judge_older_abductions(store, executor)
 
 
 def _benchmark_programs(config: Config, ranks: Ranks) -> BenchmarkPrograms:
@@ -391,6 +393,20 @@ def _seed_pool(run: Run) -> None:
         "deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s
     )
     store.add_tasks([task], Provenance("seed", 0, "", "identity"))
+
+
+def _judge_older_abductions(store, executor) -> None:
+    """An older pool's abduction tasks (schema < 3) were never judged for stock inputs: they
+    are judged once, before the first step, as new ones are when they enter the pool
+    (`new_work.guessable`), so that `curriculum.guessable_weight` weighs them too."""
+    began = time.perf_counter()
+    judged = store.judge_guessable(lambda tasks: stock_solves(executor, tasks))
+    if judged:
+        print(
+            f"pool: {judged} abduction tasks of an older pool judged for stock inputs in "
+            f"{time.perf_counter() - began:.1f} s",
+            file=sys.stderr,
+        )
 
 
 def close_run(run: Run) -> None:

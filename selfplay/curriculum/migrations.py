@@ -17,8 +17,9 @@ History:
      migration drops the old columns and replays the recorded attempts to fit both models;
      `attempts.batch` and `runs.batches` number the calls that recorded attempts (0 for
      attempts from version 1), so that a replay groups answers exactly as they were recorded
-  3  `tasks.guessable`: whether a stock input solves an abduction task (NULL for the tasks of
-     older pools: not judged), which `curriculum.guessable_weight` draws less often
+  3  `tasks.guessable`: whether a stock input solves an abduction task, which
+     `curriculum.guessable_weight` draws less often (NULL for the tasks of older pools: not
+     judged, until a run opens the pool, `TaskStore.judge_guessable`)
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.

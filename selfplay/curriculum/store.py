@@ -245,6 +245,14 @@ class TaskStore:
         self._wrote()
         return result
 
+    def judge_guessable(self, judge: Callable[[list[Task]], list[bool]]) -> int:
+        """Judge the abduction tasks never judged for stock inputs (`tasks.guessable` NULL: an
+        older pool's) with `judge` (`trivial.stock_solves`), store the marks; how many."""
+        judged = writes.judge_guessable(self._engine, self._run_id, judge)
+        if judged:
+            self.reload()
+        return judged
+
     def record_attempts(
         self,
         step: int,

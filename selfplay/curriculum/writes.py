@@ -151,6 +151,33 @@ def add_tasks(
     return result, _index_rows(ids, hashes, new, tasks, provenance, guessable)
 
 
+def judge_guessable(engine, run_id: int, judge) -> int:
+    """Mark the run's abduction tasks never judged for stock inputs (`guessable` NULL: tasks of
+    a pool older than schema 3) with `judge(tasks)`, one bool per task, a chunk at a time;
+    returns how many were judged."""
+    columns = (TaskRow.program, TaskRow.inputs, TaskRow.outputs, TaskRow.message)
+    query = select(TaskRow.id, *columns, TaskRow.n_visible, TaskRow.cpu_s).where(
+        TaskRow.run_id == run_id, TaskRow.type == "abduction", TaskRow.guessable.is_(None)
+    )
+    with database.read(engine) as s:
+        rows = s.execute(query.order_by(TaskRow.id)).all()
+    mark = update(TaskRow).where(TaskRow.id == bindparam("task_id"))
+    for chunk in chunks(rows):
+        tasks = [
+            Task("abduction", program, tuple(inputs), tuple(outputs), message, n_visible, cpu_s)
+            for _, program, inputs, outputs, message, n_visible, cpu_s in chunk
+        ]
+        marks = judge(tasks)
+        if len(marks) != len(tasks):
+            raise ValueError(f"{len(marks)} marks for {len(tasks)} tasks")
+        with database.write(engine) as s:
+            s.connection().execute(
+                mark.values(guessable=bindparam("mark")),
+                [{"task_id": row.id, "mark": bool(m)} for row, m in zip(chunk, marks, strict=True)],
+            )
+    return len(rows)
+
+
 def _reserve_ids(s, count: int) -> list[int]:
     """Ids for `count` new tasks, assigned before the insert so that it needs no RETURNING
     (with which SQLite inserts one row per statement). On SQLite the write transaction holds

@@ -90,18 +90,23 @@ def _engine(store_url):
     return sa.create_engine(resolve_url(store_url, "old"))
 
 
-def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
+def _older_pool(store_url, statements=()) -> None:
+    """A pool of schema version 1 (`V1`, then `statements`) at `store_url`."""
     engine = _engine(store_url)
     postgres = engine.dialect.name == "postgresql"
     with engine.begin() as conn:
-        for statement in V1:
+        for statement in [*V1, *statements]:
             if postgres:  # as SQLAlchemy made them there: ids from sequences
                 statement = statement.replace("id INTEGER PRIMARY KEY", "id BIGSERIAL PRIMARY KEY")
             conn.exec_driver_sql(statement.replace("%", "%%"))
         if postgres:
             for table in ("runs", "tasks", "attempts"):
-                conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), 2)")
+                conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), 4)")
     engine.dispose()
+
+
+def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
+    _older_pool(store_url)
     with TaskStore.open(store_url, run="old") as store:
         [e] = store.estimates([1])
         assert (e.n_answers, e.n_correct) == (16, 12)  # replayed from the attempts
@@ -113,6 +118,33 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
         version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
         columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
     assert version == str(SCHEMA_VERSION) and "succ" not in columns and "guessable" in columns
+
+
+def _abduction(task_id: int, given: str, output: str) -> str:
+    return (
+        f"INSERT INTO tasks VALUES ({task_id}, 1, 'h{task_id}', 'abduction', "
+        f"'def f(n):\n    return n * 3', '[\"{given}\"]', '[\"{output}\"]', '', 1, 0.0, "
+        "'seed', 'f.jsonl', '', 0, '', NULL, NULL, 0, 0, 1.0, 1.0, 0)"
+    )
+
+
+def test_an_older_pools_abductions_are_judged_for_stock_inputs_once(store_url, capsys):
+    """An abduction task of a pool older than the `guessable` column is not judged (NULL); the
+    run judges such tasks when it opens (`runs._judge_older_abductions`), once."""
+    from selfplay.executor import Executor
+    from selfplay.runs import _judge_older_abductions
+
+    _older_pool(store_url, [_abduction(2, "4", "12"), _abduction(3, "37", "111")])
+    with TaskStore.open(store_url, run="old") as store, Executor() as executor:
+        assert store.index["guessable"].tolist() == [0, 0, 0]
+        _judge_older_abductions(store, executor)
+        assert "pool: 2 abduction tasks of an older pool judged" in capsys.readouterr().err
+        index = store.index  # 4 is a stock input, 37 is not, the deduction is not judged
+        assert index["guessable"][index.positions([1, 2, 3])].tolist() == [0, 1, 0]
+        assert store.judge_guessable(lambda tasks: 1 / 0) == 0  # nothing left to judge
+    with _engine(store_url).connect() as conn:
+        marks = dict(conn.exec_driver_sql("SELECT id, guessable FROM tasks").all())
+    assert marks == {1: None, 2: True, 3: False}
 
 
 def test_a_newer_schema_or_a_foreign_database_is_refused(store_url):
