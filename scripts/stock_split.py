@@ -102,17 +102,15 @@ def main(argv: list[str] | None = None) -> int:
         help="also count the abduction tasks RUN proposed into STORE that a stock input solves",
     )
     args = parser.parse_args(argv)
-    if args.pool:
-        with Executor(ExecutorConfig()) as executor:
-            for store, run in args.pool:
-                items = pool_abductions(store, run)
-                solved = stock_solved(executor, items)
-                print(f"{run}: {len(solved)} of {len(items)} pooled abduction tasks stock-solvable")
-        if not args.others:
-            return 0
-    base = records(args.base)
-    problems = list({r["id"]: r for r in base.values()}.values())
     with Executor(ExecutorConfig()) as executor:
+        for store, run in args.pool:
+            items = pool_abductions(store, run)
+            solved = stock_solved(executor, items)
+            print(f"{run}: {len(solved)} of {len(items)} pooled abduction tasks stock-solvable")
+        if args.pool and not args.others:
+            return 0
+        base = records(args.base)
+        problems = list({r["id"]: r for r in base.values()}.values())
         solved = stock_solved(executor, problems)
     stock_of = {p["id"]: set(stock_inputs(p["input"])) for p in problems}
     result = {"stock_solved": len(solved), "problems": len(problems), "runs": {}}
