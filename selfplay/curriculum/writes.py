@@ -153,8 +153,9 @@ def add_tasks(
 
 def judge_guessable(engine, run_id: int, judge) -> int:
     """Mark the run's abduction tasks never judged for stock inputs (`guessable` NULL: tasks of
-    a pool older than schema 3) with `judge(tasks)`, one bool per task, a chunk at a time;
-    returns how many were judged."""
+    a pool older than schema 3) with `judge(tasks)`, one bool per task; returns how many were
+    judged. Each chunk's marks are one transaction: stopped midway, the next call judges the
+    rest."""
     columns = (TaskRow.program, TaskRow.inputs, TaskRow.outputs, TaskRow.message)
     query = select(TaskRow.id, *columns, TaskRow.n_visible, TaskRow.cpu_s).where(
         TaskRow.run_id == run_id, TaskRow.type == "abduction", TaskRow.guessable.is_(None)
