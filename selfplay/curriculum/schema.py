@@ -92,8 +92,8 @@ class TaskRow(Base):
     model_version: Mapped[str] = mapped_column(String(200), default="")
     verification: Mapped[dict | None] = mapped_column(JSON(none_as_null=True), default=None)
     # an abduction task one of its stock inputs solves (`selfplay.trivial.stock_inputs`):
-    # answerable by guessing rather than working back; NULL where not judged (imported tasks,
-    # pools of schema 2, other task types)
+    # answerable by guessing rather than working back; NULL where not judged (other task types,
+    # and an older pool's abduction tasks until a run opens it: `TaskStore.judge_guessable`)
     guessable: Mapped[bool | None] = mapped_column(Boolean, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 

@@ -247,10 +247,12 @@ class TaskStore:
 
     def judge_guessable(self, judge: Callable[[list[Task]], list[bool]]) -> int:
         """Judge the abduction tasks never judged for stock inputs (`tasks.guessable` NULL: an
-        older pool's) with `judge` (`trivial.stock_solves`), store the marks; how many."""
+        older pool's) with `judge` (`trivial.stock_solves`), store the marks; how many. Where
+        `judge` fails, the chunks before are stored but not in the index until `reload`."""
         judged = writes.judge_guessable(self._engine, self._run_id, judge)
         if judged:
             self.reload()
+            self._wrote()
         return judged
 
     def record_attempts(

@@ -122,7 +122,7 @@ def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
         ("deduction", "b"): None,
         ("abduction", "b"): True,  # a + b on (1, 2): stock values
         ("deduction", "list(d)"): None,
-        ("abduction", "list(d)"): False,  # a dict has no stock values
+        ("abduction", "list(d)"): False,  # no stock dict gives ['b', 'a']
         ("induction", "2"): None,
         ("deduction", "math.sqrt(x)"): None,
     }
