@@ -1,0 +1,210 @@
+"""The stages from validate to reward, and the step's metrics, on records written by hand: proposals
+as the propose stage records them, answered by a scripted engine (the generation protocol, no
+model) that knows every pool task's right answer, with the real executor and task pool.
+
+Every judged answer is a rollout (the estimate answers of new tasks too, in groups of their
+own); the pool is seeded from the model's proposals before the first step; proposal prompts name
+their topic; every generation runs as its role. What counts as new work: `test_new_work.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from selfplay import stages
+from selfplay.engine.base import Generation
+from tests.stages.scripted import (
+    REVERSED,
+    SORTED,
+    TRIPLE,
+    ScriptedProposer,
+    one_step,
+    proposed,
+)
+
+
+def test_estimate_answers_are_rollouts_in_groups_of_their_own(make_run):
+    # The seed is always answered right (no signal); the new task right once in two.
+    run, seed_id = make_run(
+        ["selfplay.solver_tasks=2", "trainer.advantage=grpo"],
+        right=lambda task: [True, True] if task.program == SORTED else [True, False],
+    )
+    stored, judged, rollouts, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    assert [s.outcome for s in stored] == ["valid"]
+    purposes = [j.attempted.purpose for j in judged]
+    assert purposes == ["estimate"] * 2 + ["train"] * 4  # the new task, then both pool tasks
+    assert len(rollouts) == 1 + len(judged)  # the proposal and every judged answer
+    solver = rollouts[1:]
+    estimate_groups = {r.group for r, p in zip(solver, purposes, strict=True) if p == "estimate"}
+    train_groups = {r.group for r, p in zip(solver, purposes, strict=True) if p == "train"}
+    assert len(estimate_groups) == 1 and not estimate_groups & train_groups
+    assert [round(r.advantage) for r in solver[:2]] == [1, -1]  # right, wrong: a signal
+    assert metrics["reward/estimate_rollouts"] == 2
+    assert metrics["reward/rollouts"] == 7
+    # the estimate pair and the new task's training pair carry signal, the seed's pair not
+    assert metrics["advantage/nonzero_share"] == pytest.approx(4 / 7)
+
+
+def test_trr_groups_estimate_answers_with_the_solver_answers_of_their_type(make_run):
+    run, _ = make_run(
+        ["selfplay.solver_tasks=2", "trainer.advantage=trr++"],
+        right=lambda task: [True, True] if task.program == SORTED else [True, False],
+    )
+    _, judged, rollouts, _ = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    solver = [r for r in rollouts if r.role == "solve"]
+    assert len(solver) == len(judged) == 2 + 2 * 2
+    # one (solve, deduction) group over estimate and train answers: every right answer, the
+    # seed's included (whose own group would give 0), has the same advantage
+    right = {round(r.advantage, 3) for r in solver if r.reward == 1.0}
+    wrong = {round(r.advantage, 3) for r in solver if r.reward < 1.0}
+    assert len(right) == len(wrong) == 1 and right.pop() > 0 > wrong.pop()
+
+
+def test_no_estimate_rollouts_when_the_solver_does_not_train(make_run):
+    run, _ = make_run(["selfplay.solver_tasks=1", "selfplay.train_roles=[propose]"])
+    _, _, rollouts, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    assert [r.role for r in rollouts] == ["propose"]
+    assert metrics["reward/estimate_rollouts"] == 0
+
+
+def test_lengths_and_the_share_cut_at_the_token_limit_per_role(make_run):
+    """Every second answer runs to the token limit with 4 tokens (the others end with 2); one
+    of the two proposals (3 tokens each) was cut as well."""
+    run, _ = make_run(["selfplay.solver_tasks=1"])
+    answerer = run.engine
+
+    class Cutting:
+        def generate(self, prompts, params):
+            out = []
+            for g in answerer.generate(prompts, params):
+                cut = dataclasses.replace(
+                    g.completions[1],
+                    token_ids=(1,) * 4,
+                    logprobs=(-0.1,) * 4,
+                    finish_reason="length",
+                )
+                out.append(Generation(g.prompt_token_ids, (g.completions[0], cut)))
+            return out
+
+    run.engine = Cutting()
+    cut = dataclasses.replace(proposed(1, "abduction", REVERSED, "'ab'"), finish_reason="length")
+    _, judged, _, metrics = one_step(run, [proposed(0, "deduction", TRIPLE, "4"), cut])
+    assert len(judged) == 6  # two answers to each new task and to the pool's task
+    assert metrics["solve/clipped_ratio"] == 0.5 and metrics["solve/mean_length"] == 3.0
+    assert metrics["propose/clipped_ratio"] == 0.5 and metrics["propose/mean_length"] == 3.0
+
+
+def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(make_run):
+    """`selfplay.seed_proposals` samples per prompt at step 0: copies of the seed and trivial
+    tasks stay out, a new program enters once; nothing is asked when the key is 0."""
+    from selfplay.self_seed import seed_from_model
+
+    fence = "<answer>\n```python\n{}\n\nf({})\n```\n</answer>"
+    texts = [
+        fence.format(SORTED, "[2, 1]"),  # a copy of the seed, the reference shown
+        fence.format("def f(a):\n    b = a\n    return b", "'x'"),  # the identity: trivial
+        fence.format(REVERSED, "'abc'"),  # new work
+        fence.format(REVERSED, "'xyz'"),  # the same program again, another input
+        "I like turtles.",
+    ]
+    run, _ = make_run(["selfplay.seed_proposals=5", "selfplay.proposals=1"])
+    run.engine = ScriptedProposer(texts)
+    metrics = seed_from_model(run)
+    assert run.engine.asked == [(2, 5)]  # one prompt per task type, five samples each
+    assert metrics["seed/proposals"] == 10 and metrics["seed/valid"] == 8
+    assert metrics["seed/copy"] == 2 and metrics["seed/trivial"] == 2
+    pooled = [t.task for t in run.store.get(run.store.index["id"].tolist())]
+    assert sorted({t.program for t in pooled}) == sorted({SORTED, REVERSED})
+    assert metrics["seed/added"] == len(pooled) - 1  # the seed was there before
+    assert all(t.provenance.step == 0 for t in run.store.get(run.store.index["id"].tolist()))
+
+    again = seed_from_model(run)  # a restart before the first checkpoint adds nothing new
+    assert again["seed/added"] == 0 and len(run.store) == len(pooled)
+
+    off, _ = make_run()
+    off.engine = ScriptedProposer(texts)
+    assert seed_from_model(off) == {} and off.engine.asked == []
+
+
+def test_topics_name_an_idea_in_each_written_proposal_prompt(make_run):
+    """`roles.topics`: each deduction and abduction prompt names the idea drawn for it from
+    the run seed, the step and the prompt; induction prompts name none; off, no prompt does."""
+    from selfplay.proposer.topics import topic_for
+
+    class Recorder(ScriptedProposer):
+        def generate(self, prompts, params):
+            self.prompts = [p[1].content for p in prompts]
+            return super().generate(prompts, params)
+
+    for topics in (False, True):
+        run, _ = make_run([f"roles.topics={str(topics).lower()}", "selfplay.proposals=2"])
+        run.engine = Recorder(["I like turtles."])
+        stages.propose(run, 3)
+        types = run.config.selfplay.task_types
+        expected = [
+            topic_for(run.config.run.seed, 3, salt, k) if topics else None
+            for salt, kind in enumerate(types)
+            if kind in ("deduction", "abduction")
+            for k in range(2)
+        ]
+        named = [
+            p.split("around this idea: ")[1].split(".\n\n")[0] if "this idea" in p else None
+            for p in run.engine.prompts
+            if "one input for it" in p
+        ]
+        assert named == expected
+        assert not any("this idea" in p for p in run.engine.prompts if "one input for it" not in p)
+
+
+def test_every_generation_runs_as_its_role(make_run, monkeypatch):
+    """With one adapter per role (`stages.use_role`), proposals are written as the proposer,
+    the answers of both kinds (estimates and the frontier batch) and the in-run evaluation's as
+    the solver: each generation follows a `use_role` of its role."""
+    from types import SimpleNamespace
+
+    from selfplay import loop
+
+    events: list[str] = []
+    monkeypatch.setattr(stages, "use_role", lambda run, role: events.append(role))
+
+    def recorded(engine):
+        generate = engine.generate
+        engine.generate = lambda prompts, params: (
+            events.append("generate") or generate(prompts, params)
+        )
+        return engine
+
+    run, _ = make_run()
+    run.engine = recorded(ScriptedProposer(["I like turtles."]))
+    stages.propose(run, 1)
+    proposing = list(events)
+    events.clear()
+
+    run, _ = make_run()
+    run.engine = recorded(run.engine)
+    stored = stages.store_tasks(
+        run, stages.validate(run, (proposed(0, "abduction", TRIPLE, "4"),)), 1
+    )
+    batch, _ = stages.sample(run, 1)
+    stages.solve(run, stored, batch, 1)
+    solving = list(events)
+    events.clear()
+
+    run.evaluator = lambda engine, folder, step: events.append("generate") or {}
+    loop._evaluate(run, 1, SimpleNamespace(evaluation=lambda *args: None))
+    evaluating = list(events)
+
+    def roles_of_generations(sequence):
+        role, roles = None, []
+        for event in sequence:
+            if event == "generate":
+                roles.append(role)
+            else:
+                role = event
+        return roles
+
+    for sequence, role in ((proposing, "propose"), (solving, "solve"), (evaluating, "solve")):
+        generated = roles_of_generations(sequence)
+        assert generated and set(generated) == {role}, sequence
