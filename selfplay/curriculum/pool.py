@@ -19,7 +19,7 @@ COLUMNS: dict[str, type] = {
     "type": np.int8,  # index into TASK_TYPES
     "origin": np.int8,  # index into records.ORIGINS
     "step": np.int64,  # step that produced the task
-    "guessable": np.int8,  # 1: a stock input solves it (0: none does, or not judged)
+    "guessable": np.int8,  # 1: a stock input solves it, 0: none does, -1: not judged
     "n_answers": np.int64,
     "n_correct": np.int64,
     "succ": np.float64,

@@ -20,7 +20,8 @@ from selfplay.types import TASK_TYPES, Task
 def load_index(engine, run_id: int) -> PoolIndex:
     """The per-task state of a run, read in id order straight into numpy columns: the tasks'
     fixed columns (types as small integers, computed by the database), then the stats rows.
-    A task not judged for stock inputs (`guessable` NULL) counts as not guessable."""
+    A task not judged for stock inputs (`guessable` NULL) is -1 there: not guessable to the
+    sampler, and found without a query by `TaskStore.judge_guessable`."""
     index = PoolIndex()
     query = (
         select(
@@ -28,7 +29,7 @@ def load_index(engine, run_id: int) -> PoolIndex:
             _code(TaskRow.type, TASK_TYPES),
             _code(TaskRow.origin, ORIGINS),
             TaskRow.step,
-            case((TaskRow.guessable.is_(True), 1), else_=0),
+            case((TaskRow.guessable.is_(True), 1), (TaskRow.guessable.is_(False), 0), else_=-1),
         )
         .where(TaskRow.run_id == run_id)
         .order_by(TaskRow.id)

@@ -50,7 +50,7 @@ from selfplay.curriculum.records import (
 )
 from selfplay.curriculum.schema import Ability, Attempt, RunRow
 from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
-from selfplay.types import Task, TaskType
+from selfplay.types import TASK_TYPES, Task, TaskType
 
 #: judges the unlabeled tasks: (config, trajectories, which rows are labeled, step) -> a selection
 #: with `rejected` (ids not to draw), `metrics()` and `records()` (`selfplay.semi.selection`)
@@ -248,7 +248,11 @@ class TaskStore:
     def judge_guessable(self, judge: Callable[[list[Task]], list[bool]]) -> int:
         """Judge the abduction tasks never judged for stock inputs (`tasks.guessable` NULL: an
         older pool's) with `judge` (`trivial.stock_solves`), store the marks; how many. Where
-        `judge` fails, the chunks before are stored but not in the index until `reload`."""
+        `judge` fails, the chunks before are stored but not in the index until `reload`.
+        Without a query where the index holds no such task (every pool since schema 3)."""
+        abduction = self._index.equal("type", TASK_TYPES.index("abduction"))
+        if not (abduction & self._index.equal("guessable", -1)).any():
+            return 0
         judged = writes.judge_guessable(self._engine, self._run_id, judge)
         if judged:
             self.reload()

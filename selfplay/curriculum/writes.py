@@ -193,6 +193,11 @@ def _reserve_ids(s, count: int) -> list[int]:
     return list(range(top + 1, top + count + 1))
 
 
+def _mark(guessable: bool | None) -> int:
+    """The index's `guessable` code: 1, 0, or -1 where not judged (NULL)."""
+    return -1 if guessable is None else int(guessable)
+
+
 def _index_rows(ids, hashes, new, tasks, provenance, guessable) -> dict:
     count = len(new)
     rows = {
@@ -200,7 +205,7 @@ def _index_rows(ids, hashes, new, tasks, provenance, guessable) -> dict:
         "type": np.fromiter((TASK_TYPES.index(tasks[i].type) for i in new), np.int8, count),
         "origin": np.fromiter((ORIGINS.index(provenance[i].origin) for i in new), np.int8, count),
         "step": np.fromiter((provenance[i].step for i in new), np.int64, count),
-        "guessable": np.fromiter((bool(guessable[i]) for i in new), np.int8, count),
+        "guessable": np.fromiter((_mark(guessable[i]) for i in new), np.int8, count),
     }
     for name in ("n_answers", "n_correct", "last_step"):
         rows[name] = np.zeros(count, dtype=np.int64)

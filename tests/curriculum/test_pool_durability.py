@@ -16,6 +16,7 @@ from pool_helpers import task
 from selfplay.curriculum import Provenance, TaskStore
 from selfplay.curriculum.database import StoreError, resolve_url
 from selfplay.curriculum.schema import SCHEMA_VERSION
+from selfplay.types import Task
 
 WRITER = textwrap.dedent("""
     import sys
@@ -112,7 +113,7 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
         assert (e.n_answers, e.n_correct) == (16, 12)  # replayed from the attempts
         assert e.difficulty < 0 and len(store.abilities) == 2  # the Rasch model was fitted
         assert store.get([1])[0].provenance.source == "f.jsonl"
-        assert store.index["guessable"].tolist() == [0]  # an older task: not judged
+        assert store.index["guessable"].tolist() == [-1]  # an older task: not judged
         store.add_tasks([task(1)], Provenance())  # and the migrated pool takes new tasks
     with _engine(store_url).connect() as conn:
         version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
@@ -136,15 +137,26 @@ def test_an_older_pools_abductions_are_judged_for_stock_inputs_once(store_url, c
 
     _older_pool(store_url, [_abduction(2, "4", "12"), _abduction(3, "37", "111")])
     with TaskStore.open(store_url, run="old") as store, Executor() as executor:
-        assert store.index["guessable"].tolist() == [0, 0, 0]
+        assert store.index["guessable"].tolist() == [-1, -1, -1]
         _judge_older_abductions(store, executor)
         assert "pool: 2 abduction tasks of an older pool judged" in capsys.readouterr().err
         index = store.index  # 4 is a stock input, 37 is not, the deduction is not judged
-        assert index["guessable"][index.positions([1, 2, 3])].tolist() == [0, 1, 0]
-        assert store.judge_guessable(lambda tasks: 1 / 0) == 0  # nothing left to judge
+        assert index["guessable"][index.positions([1, 2, 3])].tolist() == [-1, 1, 0]
+        statements = []
+        listen = ("before_cursor_execute", lambda *a: statements.append(a[2]))
+        sa.event.listen(store.engine, *listen)
+        assert store.judge_guessable(lambda tasks: 1 / 0) == 0  # nothing left to judge,
+        assert statements == []  # and the index says so without a query
+        sa.event.remove(store.engine, *listen)
+        # a task added without a mark (as by an older writer) is judged at the next call
+        late = Task("abduction", "def f(s):\n    return s + s", ("'q'",), ("'qq'",))
+        [late_id] = store.add_tasks([late], Provenance()).ids
+        assert store.index["guessable"][store.index.positions([late_id])].tolist() == [-1]
+        assert store.judge_guessable(lambda tasks: [True] * len(tasks)) == 1
+        assert store.index["guessable"][store.index.positions([late_id])].tolist() == [1]
     with _engine(store_url).connect() as conn:
         marks = dict(conn.exec_driver_sql("SELECT id, guessable FROM tasks").all())
-    assert marks == {1: None, 2: True, 3: False}
+    assert marks == {1: None, 2: True, 3: False, late_id: True}
 
 
 def test_a_newer_schema_or_a_foreign_database_is_refused(store_url):

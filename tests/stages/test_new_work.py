@@ -166,9 +166,9 @@ def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run, shares
             in_database = dict(conn.execute(query).all())
         assert [in_database[i] for i in ids] == [mark for _, mark in pooled]
         run.store.reload()
-        index = run.store.index  # 0: not guessable, or not judged
+        index = run.store.index  # 1 guessable, 0 not, -1 not judged
         held = index["guessable"][index.positions(ids)].tolist()
-        assert held == [int(bool(mark)) for _, mark in pooled]
+        assert held == [-1 if mark is None else int(mark) for _, mark in pooled]
 
 
 def test_a_benchmark_program_stays_out_of_the_pool(make_run):
