@@ -2,15 +2,16 @@
 
     .venv/bin/python scripts/example_drift.py results/cruxeval-direct
 
-For every evaluation folder under the given one (`selfplay eval cruxeval --out`, published
-format), per subset: the answers that are a worked example's (`17` on CRUXEval-O, `["mq", "px",
-"zy"]` on CRUXEval-I: `selfplay.eval.cruxeval.row_copies_example`; over all items) and the
-non-trivial items right. A folder named `base` is the baseline and is left out of the
-correlation. The summary, per subset: Spearman's rank correlation of the two counts over the
-other folders (ties get their mean rank), and the range of non-trivial items right over the
-folders with at most `--at-most` copying answers, beside the baseline's. A solver that drifts to
-the example answers many problems alike, so the correlation says how much of the spread between
-runs that drift explains.
+For every evaluation folder under the given one (`selfplay eval cruxeval --out`, the published
+direct format: subsets `cruxeval_o` and `cruxeval_i`; a record per sample, so with several
+samples per problem the counts are that many times larger), per subset: the answers that are a
+worked example's (`17` on CRUXEval-O, `["mq", "px", "zy"]` on CRUXEval-I:
+`selfplay.eval.cruxeval.row_copies_example`; over all items) and the non-trivial items right.
+A folder named `base` is the baseline and is left out of the correlation. The summary, per
+subset: Spearman's rank correlation of the two counts over the other folders (ties get their
+mean rank), and the range of non-trivial items right over the folders with at most `--at-most`
+copying answers, beside the baseline's. A solver that drifts to the example answers many
+problems alike, so the correlation says how much of the spread between runs that drift explains.
 
 Prints one JSON object per folder; the last line is the summary.
 """
@@ -36,10 +37,14 @@ def counts(folder: Path) -> dict[str, dict[str, int]]:
     out = {s: {"items": 0, "non_trivial": 0, "non_trivial_right": 0, "copies": 0} for s in SUBSETS}
     with open(folder / "samples.jsonl") as lines:
         for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as error:
                 raise SystemExit(f"{folder}/samples.jsonl line {number}: {error}") from None
+            if not isinstance(row, dict):
+                raise SystemExit(f"{folder}/samples.jsonl line {number}: not a record")
             tally = out.get(row.get("subset"))
             if tally is None:
                 continue

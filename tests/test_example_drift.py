@@ -66,11 +66,17 @@ def test_copies_and_rights_per_folder_and_their_rank_correlation(tmp_path):
 def test_a_broken_line_names_its_file_and_line(tmp_path):
     write_eval(tmp_path / "a", 1, 1)
     with open(tmp_path / "a" / "samples.jsonl", "a") as f:
+        f.write("\n[]\n")  # a blank line is skipped, a list is not a record
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True
+    )
+    assert done.returncode != 0 and "samples.jsonl line 15: not a record" in done.stderr
+    with open(tmp_path / "a" / "samples.jsonl", "w") as f:
         f.write("{not json\n")
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True
     )
-    assert done.returncode != 0 and "samples.jsonl line 14" in done.stderr
+    assert done.returncode != 0 and "samples.jsonl line 1: " in done.stderr
 
 
 def test_a_folder_without_evaluations_is_an_error(tmp_path):
