@@ -246,17 +246,13 @@ class TaskStore:
         return result
 
     def judge_guessable(self, judge: Callable[[list[Task]], list[bool]]) -> int:
-        """Judge the abduction tasks never judged for stock inputs (`tasks.guessable` NULL: an
-        older pool's) with `judge` (`trivial.stock_solves`), store the marks; how many. Where
-        `judge` fails, the chunks before are stored but not in the index until `reload`.
-        Without a query where the index holds no such task (every pool since schema 3; the
-        index as of this store's last load: every writer since schema 3 marks its abductions).
-        """
+        """Judge with `judge` (`trivial.stock_solves`) the abduction tasks an older pool left
+        unjudged (NULL; -1 in the index, so no query when there are none); how many."""
         abduction = self._index.equal("type", TASK_TYPES.index("abduction"))
         if not (abduction & self._index.equal("guessable", -1)).any():
             return 0
         judged = writes.judge_guessable(self._engine, self._run_id, judge)
-        self.reload()  # also where another process judged them first: the index learns it
+        self.reload()  # also where another process judged them first
         if judged:
             self._wrote()
         return judged
