@@ -50,6 +50,7 @@ from selfplay.proposer.induction import induction_programs
 from selfplay.proposer.layout import proposal_regexes
 from selfplay.proposer.topics import prompt_topic
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
+from selfplay.solver.examples import shown_answer, worked_examples
 from selfplay.solver.layout import answer_regexes
 from selfplay.trainer import lora
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
@@ -263,18 +264,26 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
             seed = derive_seed(cfg.run.seed, step, stage, part) if part else _seed(run, step, stage)
             params = sampling(cfg.generation, n=n, seed=seed, stop=stop)
             params = replace(params, regex=answer_regexes(cfg, [task.type for _, task in tasks]))
-            group = _attempt(run, tasks, purpose, params, attempted, group)
+            group = _attempt(run, tasks, purpose, params, attempted, group, step)
     return tuple(attempted)
 
 
-def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int) -> int:
+def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int, step) -> int:
     """The answers to `tasks` under `params` appended to `attempted`, one group per task from
-    `group` on; the next group's number."""
-    prompts = [solver_prompt(task, run.config.roles) for _, task in tasks]
+    `group` on, each prompt with its worked examples (`roles.worked_examples`); the next
+    group's number."""
+    roles = run.config.roles
+    shown_tasks = [task for _, task in tasks]
+    k, limit = roles.worked_examples, roles.reference_chars
+    examples = worked_examples(run.store, shown_tasks, k, step, group, limit)
+    prompts = [
+        solver_prompt(task, roles, shown) for (_, task), shown in zip(tasks, examples, strict=True)
+    ]
     use_role(run, "solve")
-    for (task_id, task), prompt, generation in zip(
+    for (task_id, task), prompt, shown, generation in zip(
         tasks,
         prompts,
+        examples,
         distributed.generate(run.ranks, run.engine, prompts, params),
         strict=True,
     ):
@@ -291,6 +300,7 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int)
                     policy_logprobs(c, params),
                     parsed,
                     c.finish_reason,
+                    tuple(shown_answer(example) for example in shown),
                 )
             )
         group += 1

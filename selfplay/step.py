@@ -96,6 +96,10 @@ def step_metrics(
         m[f"propose/rejected/{reason}"] = float(count)
     m["solve/accuracy"] = _rate(trained, lambda j: j.outcome == "correct")
     m["solve/parse_rate"] = _rate(trained, lambda j: j.outcome != "malformed")
+    # answers that copy a worked example's answer (`roles.worked_examples`): what the
+    # examples are there to unlearn
+    shown = [j for j in trained if j.attempted.shown and j.outcome != "malformed"]
+    m["solve/example_copies"] = _rate(shown, lambda j: _copies_example(j.attempted))
     estimates = [j for j in judged if j.attempted.purpose == "estimate"]
     m["solve/new_task_accuracy"] = _rate(estimates, lambda j: j.outcome == "correct")
     m.update(pool_batch.metrics)
@@ -168,3 +172,8 @@ def _reasons(stored: Sequence[Stored]) -> dict[str, int]:
             bad = next((v for v in s.validated.verdicts if not v.ok), None)
             counts[(bad.reason.split(":")[0] if bad else "induction_pairs")] += 1
     return counts
+
+
+def _copies_example(attempted) -> bool:
+    """Whether an answer is, as written, one of its prompt's worked examples' answers."""
+    return attempted.parsed.text.strip() in {answer.strip() for answer in attempted.shown}

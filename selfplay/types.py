@@ -237,6 +237,7 @@ class Attempted:
     logprobs: tuple[float, ...]
     parsed: Answer | ParseFailure
     finish_reason: str = "stop"  # its completion's (`engine.Completion`); length: cut at the limit
+    shown: tuple[str, ...] = ()  # the answers of the worked examples its prompt showed
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,11 @@ TASKS = {
     ),
     "math": Task("math", "def f():\n    return 12", ("",), ("12",), "zq-problem: 3 * 4?"),
 }
+# Solved examples shown above a task (`roles.worked_examples`): their values are their own data.
+EXAMPLES = {
+    kind: Task(kind, "def f(gamma):\n    return gamma + 'zq-y'", ("'zq-ex'",), ("'zq-exzq-y'",))
+    for kind in ("deduction", "abduction")
+}
 _INLINE = re.compile(r"`([^`\n]+)`")
 _CALL = re.compile(r"\bf\(([^()\n]*)\)")
 
@@ -48,7 +53,7 @@ _CALL = re.compile(r"\bf\(([^()\n]*)\)")
 def _own_data() -> list[str]:
     """Text that belongs to the tasks rendered, longest first so that parts go after wholes."""
     parts = {"12"}
-    for task in TASKS.values():
+    for task in (*TASKS.values(), *EXAMPLES.values()):
         parts |= {task.program, task.message, *task.inputs, *task.outputs}
     return sorted((p for p in parts if p), key=len, reverse=True)
 
@@ -95,6 +100,9 @@ def project_prompts() -> Iterator[tuple[str, Chat]]:
         yield f"proposer/induction/{think}", proposer_prompt("induction", [], roles, PROGRAM)
         for kind, task in TASKS.items():
             yield f"solver/{kind}/{think}", solver_prompt(task, roles)
+        for kind, example in EXAMPLES.items():
+            shown = solver_prompt(TASKS[kind], roles, [example])
+            yield f"solver/{kind}/examples/{think}", shown
         yield f"eval/math/{think}", math_prompt("zq-problem: 3 * 4?", roles)
         yield f"eval/humaneval/{think}", humaneval_prompt(PROGRAM, roles)
         yield f"eval/mbpp/{think}", mbpp_prompt("zq-message repeats", [INPUT], roles)

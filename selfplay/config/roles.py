@@ -34,6 +34,12 @@ class RolesConfig(Checked):
         "name one programming idea in each deduction/abduction proposer prompt, drawn per "
         "prompt (selfplay/proposer/topics.py), so that a step's prompts ask for different programs",
     )
+    worked_examples: int = knob(
+        0,
+        "solved pool tasks of its type shown above each deduction/abduction task the solver "
+        "trains on, with answers that are never the task's own, so that copying a shown answer "
+        "is a wrong answer (selfplay/solver/examples.py); 0: none",
+    )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(
         False,
@@ -45,5 +51,7 @@ class RolesConfig(Checked):
         positive(self, "induction_inputs", "induction_visible", "reference_chars")
         if self.min_statements < 0:
             raise ConfigError("roles.min_statements must be >= 0")
+        if self.worked_examples < 0:
+            raise ConfigError("roles.worked_examples must be >= 0")
         if self.induction_visible >= self.induction_inputs:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")

@@ -6,6 +6,7 @@ function to complete (HumanEval) or to write from a description and its tests (M
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from selfplay.config import RolesConfig
 from selfplay.engine.base import Chat, chat
@@ -26,7 +27,11 @@ __all__ = [
 MATH_SYSTEM = "You are a careful mathematician who solves problems step by step."
 
 
-def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
+def solver_prompt(
+    task: Task, roles: RolesConfig | None = None, examples: Sequence[Task] = ()
+) -> Chat:
+    """The solver's prompt for `task`; `examples` (deduction and abduction: tasks of its type,
+    `solver.examples.worked_examples`) are shown first, each solved in the answer's layout."""
     roles = roles or RolesConfig()
     if task.type == "math":
         return math_prompt(task.message, roles)
@@ -34,7 +39,10 @@ def solver_prompt(task: Task, roles: RolesConfig | None = None) -> Chat:
     begun = ""
     if roles.prefill:
         begun = "<think>\n" if roles.think else answer_opening(task.type)
-    return chat(build[task.type](task, roles.think), SYSTEM, begun)
+    text = build[task.type](task, roles.think)
+    if examples and task.type in _SOLVED:
+        text = _with_examples(text, task.type, examples)
+    return chat(text, SYSTEM, begun)
 
 
 # The code fence each answer opens with (see the layouts in `_deduction` and the others).
@@ -67,6 +75,31 @@ def reply(prompt: Chat, text: str) -> str:
     """The whole reply to `prompt`: the text the prompt began it with, then the completion.
     Parse this, not the completion alone, when the solver's reply was prefilled."""
     return begun(prompt) + text
+
+
+# How a solved example states its task, and the answer it shows (its output or its input).
+_SOLVED = {
+    "deduction": (lambda t: f"The call `f({t.input})` returns:", "output", lambda t: t.output),
+    "abduction": (
+        lambda t: f"An input for which `f` returns `{t.output}`:",
+        "input",
+        lambda t: t.input,
+    ),
+}
+
+
+def _with_examples(text: str, task_type: str, examples: Sequence[Task]) -> str:
+    """`text` after the solved examples, each its function, its question and its answer as
+    the solver writes one (without reasoning)."""
+    question, fence, answer = _SOLVED[task_type]
+    shown = [
+        f"Example {n}. Here is a Python function:\n{_program(example)}\n"
+        + question(example)
+        + f"\n<answer>\n```{fence}\n{answer(example)}\n```\n</answer>"
+        for n, example in enumerate(examples, 1)
+    ]
+    intro = "Solved examples of this kind of task, each with its own function and values:"
+    return "\n\n".join([intro, *shown, "Now your task.", text])
 
 
 def _program(task: Task) -> str:

@@ -25,24 +25,31 @@ SEED = Task("deduction", SORTED, ("[3, 1, 2]",), ("[1, 2, 3]",), cpu_s=1e-4)
 
 class PoolAnswerer:
     """Answers a solver prompt about any pool task: sample j is right where `right(task)[j]`
-    is True (default: right, wrong, right, ...) and wrong otherwise."""
+    is True (default: right, wrong, right, ...) and wrong otherwise. A prompt that shows
+    worked examples is answered as its task's prompt without them; the prompts are kept in
+    `asked`."""
 
     tokenizer = None
 
     def __init__(self, store: TaskStore, roles, right=None):
         self.store, self.roles = store, roles
         self.right = right or (lambda task: [True, False] * 8)
+        self.asked: list = []
 
     def generate(self, prompts, params):
         pool = self.store.get(self.store.index["id"].tolist())
-        tasks = {solver_prompt(t.task, self.roles): t.task for t in pool}
+        tasks = {solver_prompt(t.task, self.roles)[1].content: t.task for t in pool}
         out = []
+        self.asked += prompts
         for prompt in prompts:
-            task = tasks[prompt]
-            texts = [_answer(task, ok) for ok in self.right(task)[: params.n]]
+            task = tasks[prompt[1].content.split("Now your task.\n\n")[-1]]
+            texts = [self.answer(task, ok, prompt) for ok in self.right(task)[: params.n]]
             completions = tuple(Completion(t, (1, 2), (-0.1, -0.2), "stop") for t in texts)
             out.append(Generation((3, 4), completions))
         return out
+
+    def answer(self, task: Task, right: bool, prompt) -> str:
+        return _answer(task, right)
 
 
 def _answer(task: Task, right: bool) -> str:
