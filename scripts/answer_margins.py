@@ -22,12 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from selfplay import files  # noqa: E402
+
 PLACEHOLDER = '["a", "b", "c"]'
 
 
 def records(folder: Path) -> dict[str, dict]:
-    with open(folder / "samples.jsonl") as lines:
-        rows = [json.loads(line) for line in lines]
+    rows = files.records(folder / "samples.jsonl")
     return {r["id"]: r for r in rows if r["subset"] == "cruxeval_i" and r.get("sample", 0) == 0}
 
 

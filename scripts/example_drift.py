@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from selfplay.eval.cruxeval import row_copies_example  # noqa: E402
+from selfplay.files import BadLine, read_jsonl  # noqa: E402
 
 SUBSETS = ("cruxeval_o", "cruxeval_i")
 
@@ -35,24 +36,17 @@ SUBSETS = ("cruxeval_o", "cruxeval_i")
 def counts(folder: Path) -> dict[str, dict[str, int]]:
     """Per published-format subset: items, non-trivial items, those right, answers copying."""
     out = {s: {"items": 0, "non_trivial": 0, "non_trivial_right": 0, "copies": 0} for s in SUBSETS}
-    with open(folder / "samples.jsonl") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise SystemExit(f"{folder}/samples.jsonl line {number}: {error}") from None
-            if not isinstance(row, dict):
-                raise SystemExit(f"{folder}/samples.jsonl line {number}: not a record")
-            tally = out.get(row.get("subset"))
-            if tally is None:
-                continue
-            tally["items"] += 1
-            tally["copies"] += bool(row_copies_example(row))
-            if not row.get("trivial"):
-                tally["non_trivial"] += 1
-                tally["non_trivial_right"] += bool(row.get("correct"))
+    for number, row in read_jsonl(folder / "samples.jsonl"):
+        if isinstance(row, BadLine):
+            raise SystemExit(f"{folder}/samples.jsonl line {number}: {row.error}")
+        tally = out.get(row.get("subset"))
+        if tally is None:
+            continue
+        tally["items"] += 1
+        tally["copies"] += bool(row_copies_example(row))
+        if not row.get("trivial"):
+            tally["non_trivial"] += 1
+            tally["non_trivial_right"] += bool(row.get("correct"))
     return out
 
 

@@ -17,7 +17,6 @@ the folders as given.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from selfplay.files import BadLine, read_jsonl  # noqa: E402
 from selfplay.trainer.update_stats import propose_share  # noqa: E402
 
 
@@ -36,21 +36,15 @@ def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:
     path = next((p for p in (run / "samples.jsonl", run / "samples.jsonl.gz") if p.exists()), None)
     if path is None:
         raise SystemExit(f"{run}: no samples.jsonl or samples.jsonl.gz (run.log_samples)")
-    opener = gzip.open if path.suffix == ".gz" else open
     out = []
-    with opener(path, "rt") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                print(f"{path}:{number}: skipped, not a JSON line ({error})", file=sys.stderr)
-                continue
-            if first <= row["step"] <= last:
-                ids = range(row["tokens"])  # the share needs the count only
-                out.append(SimpleNamespace(role=row["role"], completion_ids=ids,
-                                           advantage=row["advantage"]))  # fmt: skip
+    for number, row in read_jsonl(path):
+        if isinstance(row, BadLine):
+            print(f"{path}:{number}: skipped: {row.error}", file=sys.stderr)
+            continue
+        if first <= row["step"] <= last:
+            ids = range(row["tokens"])  # the share needs the count only
+            out.append(SimpleNamespace(role=row["role"], completion_ids=ids,
+                                       advantage=row["advantage"]))  # fmt: skip
     if not out:
         raise SystemExit(f"{path}: no rollouts in steps {first}-{last}")
     return out

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from selfplay import files  # noqa: E402
 from selfplay.config import ExecutorConfig  # noqa: E402
 from selfplay.eval.paired import mcnemar_exact  # noqa: E402
 from selfplay.executor import Executor  # noqa: E402
@@ -35,13 +36,8 @@ from selfplay.trivial import literal_arguments, stock_inputs  # noqa: E402
 
 def records(folder: Path) -> dict[tuple[str, int], dict]:
     """The CRUXEval-I records of an evaluation folder, by (problem, sample)."""
-    out = {}
-    with open(folder / "samples.jsonl") as lines:
-        for line in lines:
-            record = json.loads(line)
-            if record["subset"] == "cruxeval_i":
-                out[(record["id"], record.get("sample", 0))] = record
-    return out
+    rows = files.records(folder / "samples.jsonl")
+    return {(r["id"], r.get("sample", 0)): r for r in rows if r["subset"] == "cruxeval_i"}
 
 
 def literal_text(answer: str) -> str | None:

@@ -25,22 +25,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from selfplay.eval.answer_types import wrong_type  # noqa: E402
+from selfplay.files import records  # noqa: E402
 
 _SHUFFLES = 20_000
 
 
 def counts(folder: Path, subset: str) -> dict:
     n = right = typed = same_type = 0
-    with open(folder / "samples.jsonl") as lines:
-        for line in lines:
-            record = json.loads(line)
-            if record.get("subset") != subset or record.get("trivial") is not False:
-                continue
-            n += 1
-            right += bool(record.get("correct"))
-            verdict = wrong_type(record)
-            typed += verdict is True
-            same_type += verdict is False
+    for record in records(folder / "samples.jsonl"):
+        if record.get("subset") != subset or record.get("trivial") is not False:
+            continue
+        n += 1
+        right += bool(record.get("correct"))
+        verdict = wrong_type(record)
+        typed += verdict is True
+        same_type += verdict is False
     if not n:
         raise SystemExit(
             f"{folder}: no non-trivial record of subset {subset} (records without `trivial`, "

@@ -47,7 +47,7 @@ def test_shares_by_token_by_sequence_and_as_trained_over_the_steps_asked(tmp_pat
     )
     done = run(str(plain), str(packed), "--steps", "1", "2")
     assert done.returncode == 0, done.stderr
-    assert "skipped, not a JSON line" in done.stderr
+    assert "skipped: not JSON" in done.stderr
     summary = json.loads(done.stdout.splitlines()[-1])
     for folder in (plain, packed):
         got = summary[str(folder)]
