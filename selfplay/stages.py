@@ -268,14 +268,14 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
     return tuple(attempted)
 
 
-def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int, step) -> int:
+def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int, step: int) -> int:
     """The answers to `tasks` under `params` appended to `attempted`, one group per task from
     `group` on, each prompt with its worked examples (`roles.worked_examples`); the next
     group's number."""
     roles = run.config.roles
     shown_tasks = [task for _, task in tasks]
     k, limit = roles.worked_examples, roles.reference_chars
-    examples = worked_examples(run.store, shown_tasks, k, step, group, limit)
+    examples = worked_examples(run.store, shown_tasks, k, step, group, limit, run.judge)
     prompts = [
         solver_prompt(task, roles, shown) for (_, task), shown in zip(tasks, examples, strict=True)
     ]

@@ -70,7 +70,10 @@ def test_a_broken_line_names_its_file_and_line(tmp_path):
     done = subprocess.run(
         [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True
     )
-    assert done.returncode != 0 and "samples.jsonl line 15: a record must be a JSON object" in done.stderr
+    assert (
+        done.returncode != 0
+        and "samples.jsonl line 15: a record must be a JSON object" in done.stderr
+    )
     with open(tmp_path / "a" / "samples.jsonl", "w") as f:
         f.write("{not json\n")
     done = subprocess.run(

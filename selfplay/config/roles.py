@@ -37,8 +37,9 @@ class RolesConfig(Checked):
     worked_examples: int = knob(
         0,
         "solved pool tasks of its type shown above each deduction/abduction task the solver "
-        "trains on, with answers that are never the task's own, so that copying a shown answer "
-        "is a wrong answer (selfplay/solver/examples.py); 0: none",
+        "answers in a run, each with an answer judged wrong for the task, so that copying a "
+        "shown answer is a wrong answer; shown without reasoning, also when `think` is on "
+        "(selfplay/solver/examples.py); 0: none",
     )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(

@@ -3,7 +3,7 @@
 A solver trained on prompts that show no solved example learns nothing about prompts that do:
 the coder model, after 20 steps of self-play, answered up to 231 of CRUXEval-O's 800 problems
 with `17`, the answer of the published prompt's first worked example (base model: 37), and the
-count ranks with the items it gets right at rho -0.79 over 28 trained checkpoints
+count ranks with the items it gets right at rho -0.69 over 29 trained checkpoints
 (results/example-drift.txt). Showing, above each deduction/abduction task, pool tasks of the
 same type solved with their verified answers, answers that are never the task's own, makes a
 copy of a shown answer a wrong answer the update learns from, with values that change from
@@ -11,8 +11,14 @@ prompt to prompt, so that no one value can be learnt instead.
 
 The examples are the store's references for the task's type (frontier tasks, no two near
 duplicates; `TaskStore.references`), drawn with the step's seed and a salt of their own, less
-any that shares the task's program, input or output, or is longer than a reference may be
-(`roles.reference_chars`). Induction and math tasks get none.
+any that shares the task's program, input or output, is longer than a reference may be
+(`roles.reference_chars`), or whose answer the run's judge finds right for the task (an
+abduction example's input can give the task's output under the task's own `f`). The examples
+follow the references' knobs (`curriculum.reference_candidates`, `reference_max_similarity`),
+and `curriculum.reference_dropout` leaves that share of solver prompts without one. The answers
+of new tasks (`selfplay.attempts`, their solve rate: the proposer's reward) are asked with
+examples too, so that a solve rate is measured on the prompts the solver trains on. Induction
+and math tasks get none.
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ EXAMPLE_TYPES = ("deduction", "abduction")
 
 # Salts of the examples' draws: apart from the proposer's references (0, 1, ...) and the
 # induction programs (101, ...), so that turning examples on changes no other draw.
-# The references' dropout (`curriculum.reference_dropout`) leaves a share of prompts without.
 _SALT = 301
 # References drawn per prompt for each example wanted: some are dropped (the task itself,
 # one with the same answer).
@@ -42,12 +47,20 @@ def shown_answer(task: Task) -> str:
 
 
 def worked_examples(
-    store, tasks: Sequence[Task], k: int, step: int, call: int = 0, max_chars: int = 1200
+    store,
+    tasks: Sequence[Task],
+    k: int,
+    step: int,
+    call: int = 0,
+    max_chars: int = 1200,
+    judge=None,
 ) -> list[tuple[Task, ...]]:
     """Up to `k` solved pool tasks to show with each of `tasks`, of its type, none with the
     task's program, input or output, none whose program is longer than `max_chars`; none for
     induction and math tasks, or when `k` is 0. A step's calls (the solve stage's first group
-    number) draw apart."""
+    number) draw apart. With `judge` (the run's `Judge`), an example whose answer, given to
+    the task, is judged right is dropped too: another `f` can map an abduction example's input
+    to the task's output, and a deduction output can be written another way."""
     chosen: list[tuple[Task, ...]] = [()] * len(tasks)
     if k <= 0:
         return chosen
@@ -64,13 +77,25 @@ def worked_examples(
         )
         for i, candidates in zip(where, drawn, strict=True):
             task = tasks[i]
-            kept = [
+            chosen[i] = tuple(
                 c.task
                 for c in candidates
                 if len(c.task.program) <= max_chars
                 and c.task.program.strip() != task.program.strip()
                 and c.task.input != task.input
                 and c.task.output != task.output
-            ]
-            chosen[i] = tuple(kept[:k])
-    return chosen
+            )
+    if judge is not None:
+        chosen = _not_right(judge, tasks, chosen)
+    return [examples[:k] for examples in chosen]
+
+
+def _not_right(judge, tasks, chosen) -> list[tuple[Task, ...]]:
+    """`chosen` less every example whose answer the judge finds right for its task (one
+    batched call)."""
+    asked = [i for i, examples in enumerate(chosen) if examples]
+    items = [(tasks[i], [shown_answer(e) for e in chosen[i]]) for i in asked]
+    out = list(chosen)
+    for i, verdicts in zip(asked, judge.judge(items) if items else [], strict=True):
+        out[i] = tuple(e for e, v in zip(chosen[i], verdicts, strict=True) if not v.ok)
+    return out

@@ -4,12 +4,14 @@ counted (`solve/example_copies`)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
 
 from selfplay.config import ConfigError, RolesConfig, load
 from selfplay.curriculum import Provenance, TaskStore
+from selfplay.judge import Judge
 from selfplay.solver import solver_prompt
 from selfplay.solver.examples import worked_examples
 from selfplay.types import Task
@@ -52,6 +54,21 @@ def test_examples_are_other_tasks_of_the_type_never_with_the_tasks_program_or_an
     assert all(len(e) <= 1 for e in worked_examples(store, TASKS, 1, 1))
     assert worked_examples(store, TASKS, 2, 1, max_chars=len(DOUBLE))[0]
     assert worked_examples(store, TASKS, 2, 1, max_chars=len(DOUBLE) - 1)[0] == ()  # too long
+
+
+def test_an_example_whose_answer_is_right_for_the_task_is_not_shown(tmp_path, executor):
+    # `'xy'` is the input of `s * 2`'s example, and `len('xy') > 1` gives the task's output
+    task = Task("abduction", "def f(s):\n    return len(s) > 1", ("'abc'",), ("True",))
+    other = Task("abduction", "def f(s):\n    return s * 2", ("'xy'",), ("'xyxy'",))
+    config = load(None, []).curriculum
+    store = TaskStore.open(str(tmp_path / "pool.sqlite"), "t", config, answers=2)
+    try:
+        store.add_tasks([task, other], Provenance("seed", 0, "", "test"))
+        assert worked_examples(store, [task], 1, 1) == [(other,)]  # no judge: shown
+        assert worked_examples(store, [task], 1, 1, judge=Judge(executor)) == [()]
+        assert worked_examples(store, [other], 1, 1, judge=Judge(executor)) == [(task,)]
+    finally:
+        store.close()
 
 
 def test_a_prompt_shows_its_examples_solved_above_the_task_it_asks_for():
@@ -104,4 +121,4 @@ def test_without_examples_the_prompts_and_metrics_are_as_before(make_run):
     _, judged, _, metrics = one_step(run, [])
     assert all(j.attempted.shown == () for j in judged)
     assert run.engine.asked == [solver_prompt(judged[0].attempted.task, run.config.roles)]
-    assert metrics["solve/example_copies"] != metrics["solve/example_copies"]  # NaN: none shown
+    assert math.isnan(metrics["solve/example_copies"])  # none shown
