@@ -52,11 +52,11 @@ def worked_examples(
     k: int,
     step: int,
     call: int = 0,
-    max_chars: int = 1200,
+    max_chars: int | None = None,
     judge=None,
 ) -> list[tuple[Task, ...]]:
     """Up to `k` solved pool tasks to show with each of `tasks`, of its type, none with the
-    task's program, input or output, none whose program is longer than `max_chars`; none for
+    task's program, input or output, none longer than `max_chars` (if given); none for
     induction and math tasks, or when `k` is 0. A step's calls (the solve stage's first group
     number) draw apart. With `judge` (the run's `Judge`), an example whose answer, given to
     the task, is judged right is dropped too: another `f` can map an abduction example's input
@@ -80,7 +80,7 @@ def worked_examples(
             chosen[i] = tuple(
                 c.task
                 for c in candidates
-                if len(c.task.program) <= max_chars
+                if (max_chars is None or len(c.task.program) <= max_chars)
                 and c.task.program.strip() != task.program.strip()
                 and c.task.input != task.input
                 and c.task.output != task.output

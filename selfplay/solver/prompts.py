@@ -13,6 +13,7 @@ from selfplay.engine.base import Chat, chat
 from selfplay.engine.template import begun
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer.prompts import LITERALS, SYSTEM, answer_format, rules
+from selfplay.solver.examples import shown_answer
 from selfplay.types import Task
 
 __all__ = [
@@ -40,7 +41,7 @@ def solver_prompt(
     if roles.prefill:
         begun = "<think>\n" if roles.think else answer_opening(task.type)
     text = build[task.type](task, roles.think)
-    if examples and task.type in _SOLVED:
+    if examples and task.type in _QUESTIONS:
         text = _with_examples(text, task.type, examples)
     return chat(text, SYSTEM, begun)
 
@@ -77,25 +78,20 @@ def reply(prompt: Chat, text: str) -> str:
     return begun(prompt) + text
 
 
-# How a solved example states its task, and the answer it shows (its output or its input).
-_SOLVED = {
-    "deduction": (lambda t: f"The call `f({t.input})` returns:", "output", lambda t: t.output),
-    "abduction": (
-        lambda t: f"An input for which `f` returns `{t.output}`:",
-        "input",
-        lambda t: t.input,
-    ),
+# How a solved example states its task; its answer is the one a copy would give.
+_QUESTIONS = {
+    "deduction": lambda t: f"The call `f({t.input})` returns:",
+    "abduction": lambda t: f"An input for which `f` returns `{t.output}`:",
 }
 
 
 def _with_examples(text: str, task_type: str, examples: Sequence[Task]) -> str:
     """`text` after the solved examples, each its function, its question and its answer as
     the solver writes one (without reasoning)."""
-    question, fence, answer = _SOLVED[task_type]
     shown = [
         f"Example {n}. Here is a Python function:\n{_program(example)}\n"
-        + question(example)
-        + f"\n<answer>\n```{fence}\n{answer(example)}\n```\n</answer>"
+        + _QUESTIONS[task_type](example)
+        + f"\n{answer_opening(task_type)}{shown_answer(example)}{CLOSING_FENCE}\n</answer>"
         for n, example in enumerate(examples, 1)
     ]
     intro = "Solved examples of this kind of task, each with its own function and values:"
