@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from selfplay.proposer.complexity import loops, statements
+from selfplay.solver.examples import EXAMPLE_TYPES, copies_shown
 from selfplay.trainer.rewards import learnability
 from selfplay.types import NO_NEW_WORK, WRITTEN_TYPES, Judged, Rollout, Stored
 
@@ -100,6 +101,9 @@ def step_metrics(
     # examples are there to unlearn
     shown = [j for j in trained if j.attempted.shown and j.outcome != "malformed"]
     m["solve/example_copies"] = _rate(shown, lambda j: _copies_example(j.attempted))
+    for kind in EXAMPLE_TYPES:
+        mine = [j for j in shown if j.attempted.task.type == kind]
+        m[f"solve/example_copies/{kind}"] = _rate(mine, lambda j: _copies_example(j.attempted))
     estimates = [j for j in judged if j.attempted.purpose == "estimate"]
     m["solve/new_task_accuracy"] = _rate(estimates, lambda j: j.outcome == "correct")
     m.update(pool_batch.metrics)
@@ -175,5 +179,5 @@ def _reasons(stored: Sequence[Stored]) -> dict[str, int]:
 
 
 def _copies_example(attempted) -> bool:
-    """Whether an answer is, as written, one of its prompt's worked examples' answers."""
-    return attempted.parsed.text.strip() in {answer.strip() for answer in attempted.shown}
+    """Whether an answer is, as a value, one of its prompt's worked examples' answers."""
+    return copies_shown(attempted.parsed.text, attempted.task.type, attempted.shown)

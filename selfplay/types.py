@@ -270,6 +270,7 @@ class Rollout:
     logprobs: tuple[float, ...]
     reward: float
     advantage: float = 0.0
+    shown: tuple[str, ...] = ()  # a solver rollout's worked examples' answers (`Attempted.shown`)
 
     def __post_init__(self) -> None:
         if len(self.completion_ids) != len(self.logprobs):

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from selfplay.executor.values import ValueRejected, canonical_from_text
 from selfplay.types import Task
 
-__all__ = ["EXAMPLE_TYPES", "worked_examples", "shown_answer"]
+__all__ = ["EXAMPLE_TYPES", "copies_shown", "worked_examples", "shown_answer"]
 
 #: The task types whose prompts show worked examples.
 EXAMPLE_TYPES = ("deduction", "abduction")
@@ -44,6 +45,22 @@ def shown_answer(task: Task) -> str:
     """What a solved example shows as its answer, and what a copy of it would answer: the
     output of a deduction, the input of an abduction."""
     return task.output if task.type == "deduction" else task.input
+
+
+def copies_shown(answer: str, task_type: str, shown: Sequence[str]) -> bool:
+    """Whether `answer` (a deduction's output or an abduction's argument list) is one of the
+    `shown` answers, compared as values (`[1,2]` copies `[1, 2]`, `'a'` copies `"a"`); an
+    answer that is not a literal is compared as written, spaces at its ends aside."""
+    key = _value_key(answer, task_type)
+    return any(key == _value_key(s, task_type) for s in shown)
+
+
+def _value_key(text: str, task_type: str) -> str:
+    text = text.strip()
+    try:  # an abduction's arguments as one tuple, so that `1, 2` reads as a value
+        return canonical_from_text(f"({text},)" if task_type == "abduction" else text)
+    except ValueRejected:
+        return text
 
 
 def worked_examples(

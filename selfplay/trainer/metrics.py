@@ -74,8 +74,9 @@ class SampleLog:
     """Every rollout of every step in `samples.jsonl` of the run folder, a JSON line each:
     `step`, `role`, `type` (task type), `group` (the prompt it was sampled from), `tokens`,
     `reward`, `advantage` and the completion's `text`, so that what the model wrote, and what
-    it was rewarded for, can be read back (`run.log_samples`). Like the metrics, lines of steps
-    lost to an interruption are dropped when the run resumes."""
+    it was rewarded for, can be read back (`run.log_samples`); a solver rollout whose prompt
+    showed worked examples (`roles.worked_examples`) also has their answers as `shown`. Like
+    the metrics, lines of steps lost to an interruption are dropped when the run resumes."""
 
     def __init__(self, run_dir: Path, tokenizer, resume_step: int = 0):
         self.path = Path(run_dir) / "samples.jsonl"
@@ -83,23 +84,24 @@ class SampleLog:
         keep_steps(self.path, resume_step)
 
     def write(self, step: int, rollouts) -> None:
-        lines = [
-            json.dumps(
-                {
-                    "step": step,
-                    "role": r.role,
-                    "type": r.task_type,
-                    "group": r.group,
-                    "tokens": len(r.completion_ids),
-                    "reward": r.reward,
-                    "advantage": round(r.advantage, 6),
-                    "text": self.tokenizer.decode(r.completion_ids, skip_special_tokens=True),
-                }
-            )
-            for r in rollouts
-        ]
+        lines = [json.dumps(self._record(step, r)) for r in rollouts]
         with self.path.open("a") as f:
             f.write("".join(line + "\n" for line in lines))
+
+    def _record(self, step: int, r) -> dict:
+        record = {
+            "step": step,
+            "role": r.role,
+            "type": r.task_type,
+            "group": r.group,
+            "tokens": len(r.completion_ids),
+            "reward": r.reward,
+            "advantage": round(r.advantage, 6),
+            "text": self.tokenizer.decode(r.completion_ids, skip_special_tokens=True),
+        }
+        if r.shown:
+            record["shown"] = list(r.shown)
+        return record
 
 
 def read_metrics(run_dir: Path) -> list[dict]:

@@ -13,7 +13,7 @@ from selfplay.config import ConfigError, RolesConfig, load
 from selfplay.curriculum import Provenance, TaskStore
 from selfplay.judge import Judge
 from selfplay.solver import solver_prompt
-from selfplay.solver.examples import worked_examples
+from selfplay.solver.examples import copies_shown, worked_examples
 from selfplay.types import Task
 from tests.stages.scripted import REVERSED, SORTED, TRIPLE, PoolAnswerer, one_step
 
@@ -104,16 +104,68 @@ def test_the_solve_stage_shows_examples_and_counts_the_answers_that_copy_them(ma
     run, _ = make_run(["roles.worked_examples=1", "selfplay.solver_tasks=3"], more=more)
     if copy:
         run.engine = Copier(run.store, run.config.roles)
-    _, judged, _, metrics = one_step(run, [])
+    _, judged, rollouts, metrics = one_step(run, [])
     assert len(judged) == 3 * 2
     for j in judged:
         assert len(j.attempted.shown) == 1 and j.attempted.shown[0] != j.attempted.task.output
+    # the rollouts carry what was shown, for samples.jsonl
+    assert sorted(r.shown for r in rollouts) == sorted(j.attempted.shown for j in judged)
     asked = [p[1].content for p in run.engine.asked]
     assert len(asked) == 3 and all(text.startswith("Solved examples") for text in asked)
     if copy:  # every copy is a wrong answer
         assert metrics["solve/example_copies"] == 1.0 and metrics["solve/accuracy"] == 0.0
     else:
         assert metrics["solve/example_copies"] == 0.0 and metrics["solve/accuracy"] == 0.5
+    assert metrics["solve/example_copies/deduction"] == metrics["solve/example_copies"]
+    assert math.isnan(metrics["solve/example_copies/abduction"])  # no abduction trained
+
+
+@pytest.mark.parametrize(
+    ("answer", "task_type", "shown", "copies"),
+    [
+        ("[1,2]", "deduction", ["[1, 2]"], True),
+        ("'a'", "deduction", ['"a"'], True),
+        ("(10)", "deduction", ["10"], True),
+        ("10", "deduction", ["10.0", "'10'"], False),
+        ("1,2", "abduction", ["1, 2"], True),
+        ("1, 2", "abduction", ["(1, 2)"], False),  # two arguments, not one tuple
+        ("x=3", "abduction", [" x=3 "], True),  # not a literal: as written
+        ("x = 3", "abduction", ["x=3"], False),
+        ("[1, 2]", "deduction", [], False),
+    ],
+)
+def test_a_copy_is_the_shown_value_however_it_is_written(answer, task_type, shown, copies):
+    assert copies_shown(answer, task_type, shown) is copies
+
+
+class Recorder(PoolAnswerer):
+    """Also records each call's prompt count, samples per prompt and seed."""
+
+    calls: list
+
+    def generate(self, prompts, params):
+        self.calls.append((len(prompts), params.n, params.seed))
+        return super().generate(prompts, params)
+
+
+def test_turning_examples_on_changes_no_other_draw(make_run):
+    """The same two steps with and without examples: the same tasks answered with the same
+    seeds, the same pool afterwards and the same references for the next proposer prompts."""
+    more = [Task("deduction", DOUBLE, ("5",), ("10",)), *TASKS[3:6]]
+    seen = []
+    for k in (0, 1):
+        run, _ = make_run([f"roles.worked_examples={k}", "selfplay.solver_tasks=3"], more=more)
+        run.engine = Recorder(run.store, run.config.roles)
+        run.engine.calls = []
+        answered = [
+            [(j.attempted.task_id, j.outcome) for j in one_step(run, [], step)[1]]
+            for step in (1, 2)
+        ]
+        refs = [[t.id for t in r] for r in run.store.references(4, 3, k=2)]
+        pool = [(t.id, t.estimate) for t in run.store.get(run.store.index["id"].tolist())]
+        seen.append((answered, run.engine.calls, refs, pool))
+        assert run.engine.asked[0][1].content.startswith("Solved") == bool(k)
+    assert seen[0] == seen[1]
 
 
 def test_without_examples_the_prompts_and_metrics_are_as_before(make_run):
