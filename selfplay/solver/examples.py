@@ -3,11 +3,13 @@
 A solver trained on prompts that show no solved example learns nothing about prompts that do:
 the coder model, after 20 steps of self-play, answered up to 231 of CRUXEval-O's 800 problems
 with `17`, the answer of the published prompt's first worked example (base model: 37), and the
-count ranks with the items it gets right at rho -0.69 over 29 trained checkpoints
+count ranks with the items it gets right at rho -0.72 over 30 trained checkpoints
 (results/example-drift.txt). Showing, above each deduction/abduction task, pool tasks of the
 same type solved with their verified answers, answers that are never the task's own, makes a
 copy of a shown answer a wrong answer the update learns from, with values that change from
-prompt to prompt, so that no one value can be learnt instead.
+prompt to prompt, so that no one value can be learnt instead. Measured, it does not carry
+over to the published layout: on one of two seeds the solver stopped copying shown answers in
+training and still answered 318 CRUXEval-O problems with `17` (docs/results.md).
 
 The examples are the store's references for the task's type (frontier tasks, no two near
 duplicates; `TaskStore.references`), drawn with the step's seed and a salt of their own, less
