@@ -48,11 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--compare",
         nargs=2,
-        action="append",
         metavar=("BEFORE", "AFTER"),
-        help="instead: pair two `selfplay eval` results (samples.jsonl or its folder); given "
-        "again (one pair per seed, say), each pair's report and the pairs pooled per problem "
-        "(selfplay/eval/pooled.py)",
+        help="instead: pair two `selfplay eval` results (samples.jsonl or its folder)",
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument(
@@ -65,18 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from selfplay.eval.pooled import compare_pairs, render_pairs
     from selfplay.eval.report import compare, read_metrics, render, report
 
     if (args.folder is None) == (args.compare is None):
         print("selfplay report: give a run folder, or --compare BEFORE AFTER", file=sys.stderr)
         return 2
-    pairs = args.compare or []
     try:
-        if args.compare is None:
-            result = report(args.folder)
-        else:
-            result = compare(*pairs[0]) if len(pairs) == 1 else compare_pairs(pairs)
+        result = report(args.folder) if args.compare is None else compare(*args.compare)
     except ValueError as err:  # two evaluations that share no item
         print(f"selfplay report: {err}", file=sys.stderr)
         return 1
@@ -89,20 +81,13 @@ def report_command(args: argparse.Namespace) -> int:
                 folder = Path(args.folder)
                 rows, _ = read_metrics(folder / "metrics.jsonl")
                 written, notes = figures.run_figures(folder, result, rows, out or folder / "report")
-            elif len(pairs) == 1:
+            else:
                 written, notes = figures.compare_figures(result, out)
-            else:  # each pair's figures, in a folder of its own under --figures
-                written, notes = [], []
-                for i, one in enumerate(result["pairs"], 1):
-                    own = figures.compare_figures(one, out / f"pair-{i}" if out else None)
-                    written += own[0]
-                    notes += own[1]
         except Exception as err:  # a read-only folder, a pool it cannot open: the table stays
             written, notes = [], [f"the figures failed ({type(err).__name__}: {err})"]
         result["figures"] = [str(path) for path in written]
         result["figures_skipped"] = notes
-    text = render_pairs(result) if len(pairs) > 1 else render(result)
-    print(json.dumps(result, indent=2) if args.json else text)
+    print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 
 

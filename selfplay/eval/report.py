@@ -168,7 +168,7 @@ def _benchmarks(folder: Path) -> dict:
         if len(by_step) < 2:
             out[benchmark] = {"note": f"evaluated only at step {min(by_step)}: nothing to compare"}
             continue
-        items = {step: read_items(path)[0] for step, path in sorted(by_step.items())}
+        items = {step: _items(path)[0] for step, path in sorted(by_step.items())}
         first, last = min(by_step), max(by_step)
         for subset, row in _paired(items[first], items[last]).items():
             out[subset] = {"steps": [first, last], **row, "curve": _curve(items, subset)}
@@ -207,7 +207,7 @@ def compare(before: str | Path, after: str | Path) -> dict:
         if not path.is_file():
             raise FileNotFoundError(f"no per-sample evaluation at {path}")
         paths.append(path)
-    (first, bad_first), (last, bad_last) = read_items(paths[0]), read_items(paths[1])
+    (first, bad_first), (last, bad_last) = _items(paths[0]), _items(paths[1])
     if not first.keys() & last.keys():
         raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item")
     out = {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
@@ -226,7 +226,7 @@ def _paired(before: dict[tuple, Item], after: dict[tuple, Item]) -> dict:
         if not shared:
             out[subset] = {"note": "evaluated on one side only: nothing to pair"}
             continue
-        keys = [k for k in shared if not differ(before[k], after[k])]
+        keys = [k for k in shared if not _differ(before[k], after[k])]
         pairs = [(before[k], after[k]) for k in keys]
         row = _stats(pairs)
         warnings = []
@@ -251,7 +251,7 @@ def _paired(before: dict[tuple, Item], after: dict[tuple, Item]) -> dict:
     return out
 
 
-def differ(before: Item, after: Item) -> bool:
+def _differ(before: Item, after: Item) -> bool:
     return None not in (before.content, after.content) and before.content != after.content
 
 
@@ -324,7 +324,7 @@ def _count(pairs: list[tuple[Item, Item]], flag: str) -> list[int] | None:
     return [sum(bool(getattr(x, flag)) for x in side) for side in zip(*pairs, strict=True)]
 
 
-def read_items(path: Path) -> tuple[dict[tuple, Item], int]:
+def _items(path: Path) -> tuple[dict[tuple, Item], int]:
     """(subset, problem id, sample index) -> Item, from one per-sample file; and how many lines
     could not be read. Records written before the fields existed are read as far as they go:
     the failure from the answer and the reason, `trivial` unknown."""
@@ -414,13 +414,10 @@ def render(result: dict) -> str:
             lines.append(f"    by step, all (non-trivial): {points}")
         if "warning" in row:
             lines.append(f"    warning: {row['warning']}")
-    return "\n".join(lines + figure_lines(result))
-
-
-def figure_lines(result: dict) -> list[str]:
-    """The figures drawn, and those skipped with why."""
-    lines = [f"figures: {', '.join(result['figures'])}"] if result.get("figures") else []
-    return lines + [f"no figure: {note}" for note in result.get("figures_skipped", ())]
+    if result.get("figures"):
+        lines.append(f"figures: {', '.join(result['figures'])}")
+    lines += [f"no figure: {note}" for note in result.get("figures_skipped", ())]
+    return "\n".join(lines)
 
 
 def _render_proposals(proposals: dict) -> list[str]:
