@@ -441,8 +441,9 @@ def _solver_rollout(run: Run, judged: Judged, group_offset: int) -> Rollout:
     a = judged.attempted
     r = role_reward(RoleResult("solve", judged.outcome), run.config)
     group = group_offset + a.group
-    ids = (a.prompt_ids, a.completion_ids, a.logprobs)
-    return Rollout("solve", a.task.type, group, *ids, r, shown=a.shown)
+    return Rollout(
+        "solve", a.task.type, group, a.prompt_ids, a.completion_ids, a.logprobs, r, shown=a.shown
+    )
 
 
 def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, float]:

@@ -100,10 +100,11 @@ def step_metrics(
     # answers that copy a worked example's answer (`roles.worked_examples`): what the
     # examples are there to unlearn
     shown = [j for j in trained if j.attempted.shown and j.outcome != "malformed"]
-    m["solve/example_copies"] = _rate(shown, lambda j: _copies_example(j.attempted))
+    copies = [(j.attempted.task.type, _copies_example(j.attempted)) for j in shown]  # once each
+    m["solve/example_copies"] = _rate(copies, lambda c: c[1])
     for kind in EXAMPLE_TYPES:
-        mine = [j for j in shown if j.attempted.task.type == kind]
-        m[f"solve/example_copies/{kind}"] = _rate(mine, lambda j: _copies_example(j.attempted))
+        mine = [c for c in copies if c[0] == kind]
+        m[f"solve/example_copies/{kind}"] = _rate(mine, lambda c: c[1])
     estimates = [j for j in judged if j.attempted.purpose == "estimate"]
     m["solve/new_task_accuracy"] = _rate(estimates, lambda j: j.outcome == "correct")
     m.update(pool_batch.metrics)
