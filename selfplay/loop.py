@@ -125,6 +125,7 @@ def _run(config: Config, out, log: Path) -> Path:
                 logger.log(step, metrics)
             if step % cfg.run.checkpoint_every == 0 or step == cfg.run.steps:
                 extra = {"kl_coef": state.kl.coef} if state.kl is not None else {}
+                extra.update(state.entropy.state() if state.entropy is not None else {})
                 checkpoints.save(state.accelerator, state.model, state.tokenizer, step, extra)
         progress.summary(state)
     finally:

@@ -44,6 +44,7 @@ from selfplay.engine.model import cpu_has_bf16, load_model
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.trainer.checkpoint import Checkpoints
+from selfplay.trainer.entropy_control import EntropyControl
 from selfplay.trainer.kl_control import KLControl
 from selfplay.trivial import stock_solves
 from selfplay.types import Task
@@ -92,6 +93,7 @@ class Run:
     # programs of the benchmarks a proposal may not reproduce (`curriculum.decontaminate`)
     benchmarks: BenchmarkPrograms = field(default_factory=BenchmarkPrograms)
     kl: KLControl | None = None  # the KL coefficient (fixed, or adapted: trainer.kl_target)
+    entropy: EntropyControl | None = None  # the entropy bonus's (trainer.entropy_target)
     # with one adapter per role (trainer.lora.per_role): whose policy the engine's weights
     # are (None: neither's, after an update); `stages.use_role` loads a role's when needed
     engine_role: str | None = None
@@ -240,6 +242,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         benchmarks=_benchmark_programs(config, ranks),
         # an adapted coefficient goes on from the checkpoint's; a fixed one is the config's
         kl=KLControl.of(t, saved.get("kl_coef") if t.kl_target > 0 else None),
+        entropy=EntropyControl.of(t, saved),
     )
     if ranks.is_main:
         _prepare_pool(run, labeled, start)

@@ -236,6 +236,25 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(0.05)
 
 
+def test_a_run_adapts_its_entropy_bonus_and_resumes_with_it(tmp_path, formatted_model_dir):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    args = [*overrides(folder, formatted_model_dir, steps=2), "trainer.entropy_target=100"]
+    args += ["trainer.entropy_step=0.01"]  # every entropy is below the target
+    seed_pool(_resolved(load(None, args), folder))
+    with open(tmp_path / "out.txt", "w") as out:
+        run(load(None, args), out=out)
+    steps = read_metrics(folder)
+    # the first update has the configured start (0), each later one a step more
+    assert [m["update/entropy_coef"] for m in steps] == pytest.approx([0.0, 0.01])
+    saved = json.loads((folder / "checkpoints/step-000002/checkpoint.json").read_text())
+    assert saved["entropy_alpha"] == pytest.approx(0.02) and saved["entropy_below"] is True
+    resumed = [a for a in args if not a.startswith("run.steps=")] + ["run.steps=3"]
+    with open(tmp_path / "again.txt", "w") as out:
+        run(load(None, resumed), out=out)
+    assert read_metrics(folder)[-1]["update/entropy_coef"] == pytest.approx(0.02)
+
+
 def _pool_rows(folder) -> tuple[list, list]:
     from selfplay.curriculum.schema import Attempt, TaskReference, TaskRow
 

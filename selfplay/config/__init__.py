@@ -345,6 +345,17 @@ class TrainerConfig(Checked):
         "with kl_target: while the mean token entropy of a step's update is below this, "
         "kl_coef rises as for a KL 20% over the target",
     )
+    entropy_coef: float = knob(
+        0.0,
+        "weight of a token-entropy bonus in the loss (0 = off); the start with entropy_target",
+    )
+    entropy_target: float = knob(
+        0.0,
+        "adapt entropy_coef toward this mean token entropy (Skywork-OR1's adaptive entropy "
+        "control, selfplay/trainer/entropy_control.py): it rises by entropy_step after a step "
+        "below the target, falls by it after one above, and acts only below; 0: it stays fixed",
+    )
+    entropy_step: float = knob(0.01, "what entropy_coef changes by after each step")
     propose_weight: float = knob(
         1.0,
         "the proposer's rollouts' weight in the policy-gradient term: their advantages are "
@@ -389,6 +400,10 @@ class TrainerConfig(Checked):
             raise ConfigError("trainer.kl_target adapts kl_coef: give it a start above 0")
         if self.entropy_floor > 0 and self.kl_target == 0:
             raise ConfigError("trainer.entropy_floor acts through kl_target: set that too")
+        if not all(math.isfinite(v) and v >= 0 for v in (self.entropy_coef, self.entropy_target)):
+            raise ConfigError("trainer.entropy_coef and trainer.entropy_target must be >= 0")
+        if self.entropy_target > 0:
+            positive(self, "entropy_step")
 
 
 #: CRUXEval's prompt formats (`selfplay.eval.cruxeval.PROMPT_FORMATS`; a test keeps them equal)

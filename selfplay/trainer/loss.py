@@ -19,6 +19,10 @@ Aggregation:
   sequence  mean over each completion's tokens, then mean over completions (PPO/GRPO's
             original form, which down-weights the tokens of long completions).
 
+Optional entropy bonus (off unless entropy_coef > 0): minus entropy_coef times the entropy of
+each completion token's next-token distribution, aggregated as the policy term; it widens the
+distribution (the weight's controller: entropy_control.py).
+
 Optional KL penalty to a frozen reference policy (off unless kl_coef > 0), with the k3
 estimator, per token: exp(logp_ref - logp_new) - (logp_ref - logp_new) - 1, which is unbiased
 for KL(new || ref) and never negative.
@@ -33,7 +37,7 @@ import torch
 if TYPE_CHECKING:
     from selfplay.config import TrainerConfig
 
-__all__ = ["policy_loss"]
+__all__ = ["policy_loss", "zero_advantage_adds_nothing"]
 
 
 def _aggregate(
@@ -52,6 +56,12 @@ def _aggregate(
     raise ValueError(f"unknown loss aggregation {how!r}; use 'token' or 'sequence'")
 
 
+def zero_advantage_adds_nothing(config: TrainerConfig) -> bool:
+    """Whether a rollout of advantage 0 leaves the loss's gradient as it is (no KL term, no
+    entropy bonus), so that an update may skip it."""
+    return config.kl_coef == 0 and config.entropy_coef == 0
+
+
 def policy_loss(
     new_logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -61,12 +71,15 @@ def policy_loss(
     ref_logp: torch.Tensor | None = None,
     denominator: float | None = None,
     kl_weights: torch.Tensor | None = None,
+    entropy: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict]:
     """Loss over (batch, tokens) log-probabilities of the sampled tokens; `mask` marks
     completion tokens; `denominator` see `_aggregate`; `kl_weights` (batch,) multiply each
-    sample's KL term (1 where None). From `config` it takes the clip range (`clip_low`,
-    `clip_high`), the `aggregation` and `kl_coef`. Returns the loss and statistics (the KL
-    in them unweighted: `kl_ref_sum` over every token, `kl_ref_rows` per sample)."""
+    sample's KL term (1 where None); `entropy` (batch, tokens) is each token's distribution's
+    entropy, with its gradient. From `config` it takes the clip range (`clip_low`,
+    `clip_high`), the `aggregation`, `kl_coef` and `entropy_coef`. Returns the loss and
+    statistics (the KL in them unweighted: `kl_ref_sum` over every token, `kl_ref_rows` per
+    sample)."""
     mask = mask.to(new_logp.dtype)
     advantage = advantages.to(new_logp.dtype).unsqueeze(-1)
     old_logp = torch.where(old_logp.isnan(), new_logp.detach(), old_logp)
@@ -97,4 +110,9 @@ def policy_loss(
         # of its micro-batches, whatever the aggregation (`update_stats._combine`)
         stats["kl_ref_sum"] = float((kl.detach() * mask).sum())
         stats["kl_ref_rows"] = (kl.detach() * mask).sum(-1)  # each sample's, a tensor
+    if config.entropy_coef > 0:
+        if entropy is None:
+            raise ValueError("entropy_coef > 0 needs each token's entropy")
+        bonus = _aggregate(entropy.to(new_logp.dtype), mask, config.aggregation, denominator)
+        loss = loss - config.entropy_coef * bonus
     return loss, stats

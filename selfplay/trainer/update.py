@@ -46,7 +46,7 @@ import torch
 
 from selfplay.distributed import Ranks, share_bounds
 from selfplay.trainer.lora import ROLES, activate, per_role, role_parameters
-from selfplay.trainer.loss import policy_loss
+from selfplay.trainer.loss import policy_loss, zero_advantage_adds_nothing
 from selfplay.trainer.update_stats import Statistics, loss_weight
 from selfplay.types import Rollout
 
@@ -181,11 +181,12 @@ def attention_of(model) -> str:
 
 
 def token_logprobs(
-    model, batch: MicroBatch, temperature: float = 1.0
+    model, batch: MicroBatch, temperature: float = 1.0, entropy_grad: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probability of each target token, entropy of its position's distribution), on
     the (B, C) grid, under softmax(logits / temperature); temperature 0 (greedy sampling)
-    scores the model's own."""
+    scores the model's own. The entropy carries a gradient with `entropy_grad` (an entropy
+    bonus in the loss), and is detached otherwise."""
     out = model(
         input_ids=batch.input_ids,
         attention_mask=batch.attention_mask,
@@ -198,7 +199,7 @@ def token_logprobs(
     logp_all = torch.log_softmax(logits, dim=-1)  # (R, keep, V)
     rows = batch.row.unsqueeze(-1).expand_as(batch.source)
     logp = logp_all[rows, batch.source, batch.targets]
-    with torch.no_grad():
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = -(logp_all.exp() * logp_all).sum(-1)[rows, batch.source]
     return logp, entropy
 
@@ -346,11 +347,12 @@ def _plan(
     by_role: bool = False,
 ) -> tuple[list[_MiniBatch], int]:
     """(the update's mini-batches, every epoch's in turn, rollouts skipped). Zero-advantage
-    rollouts add nothing to the loss, unless the KL term makes them count: they are skipped,
-    counted in their mini-batch's denominator; a mini-batch left with none takes no step.
+    rollouts add nothing to the loss, unless a KL term or an entropy bonus makes them count:
+    they are skipped, counted in their mini-batch's denominator; a mini-batch left with none
+    takes no step.
     `by_role`: every micro-batch holds one role's rollouts and is divided by that role's
     part of the denominator (one adapter per role: each trains as if on its rollouts alone)."""
-    skippable = config.kl_coef == 0
+    skippable = zero_advantage_adds_nothing(config)
     keys = [_layout_key(r) for r in rollouts]
     rng = random.Random(seed)
     plan, skipped = [], 0
@@ -390,7 +392,7 @@ def _backward(accelerator, model, reference, batch, config, temperature, denomin
     if config.kl_coef > 0:
         with torch.no_grad():
             ref_logp, _ = token_logprobs(reference, batch, temperature)
-    logp, entropy = token_logprobs(model, batch, temperature)
+    logp, entropy = token_logprobs(model, batch, temperature, config.entropy_coef > 0)
     loss, stats = policy_loss(
         logp,
         batch.old_logp,
@@ -400,9 +402,10 @@ def _backward(accelerator, model, reference, batch, config, temperature, denomin
         ref_logp=ref_logp,
         denominator=denominator,
         kl_weights=batch.kl_weights,
+        entropy=entropy,
     )
     accelerator.backward(loss * world)
-    return loss, stats, entropy
+    return loss, stats, entropy.detach()
 
 
 def _denominator(rollouts: Sequence[Rollout], aggregation: str) -> float:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from selfplay.distributed import Ranks
+from selfplay.trainer.loss import zero_advantage_adds_nothing
 
 if TYPE_CHECKING:
     from selfplay.config import TrainerConfig
@@ -61,7 +62,7 @@ class Statistics:
             out.update({name: norm / self.micro_count for name, norm in self.grad_norms.items()})
         out["optimizer_steps"] = float(self.steps)
         out["zero_advantage_skipped"] = float(skipped)
-        out.update(_token_counts(rollouts, config.kl_coef == 0))
+        out.update(_token_counts(rollouts, zero_advantage_adds_nothing(config)))
         proposer = propose_share(rollouts, config.aggregation)
         if proposer is not None:
             out["propose_share"] = proposer

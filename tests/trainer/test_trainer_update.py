@@ -75,6 +75,7 @@ def train_once(
     aggregation: str = "token",
     mini_batches: int = 1,
     ppo_epochs: int = 1,
+    entropy_coef: float = 0.0,
 ) -> dict:
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
@@ -90,6 +91,7 @@ def train_once(
         aggregation=aggregation,
         mini_batches=mini_batches,
         ppo_epochs=ppo_epochs,
+        entropy_coef=entropy_coef,
     )
     return policy_update(
         accelerator, model, optimizer, scheduler, data, advantages, settings, 0, reference
@@ -252,6 +254,35 @@ def test_kl_to_the_reference_pulls_the_policy_back(aggregation):
     stats = train_once(model, data, [0.0] * 6, 1, mini_batches=2, ppo_epochs=2, **kl_only)
     assert stats["optimizer_steps"] == 4
     assert stats["kl_ref"] == pytest.approx(now, rel=1e-4)
+
+
+def _mean_entropy(model, data) -> float:
+    batch = collate(data, [0.0] * len(data), pad_id=0)
+    with torch.no_grad():
+        _, entropy = token_logprobs(model, batch)
+    return float(entropy[batch.mask > 0].mean())
+
+
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_the_entropy_bonus_widens_the_policy_and_keeps_zero_advantage_rollouts(aggregation):
+    """With every advantage 0, only the entropy bonus acts: no rollout is skipped, the loss is
+    minus the weight times the aggregated entropy, and the step raises the entropy. Cut into
+    micro-batches it is the same step."""
+    model, split = tiny_model(), tiny_model()
+    data = rollouts(model)
+    before = _mean_entropy(model, data)
+    bonus = {"lr": 0.5, "entropy_coef": 0.5, "aggregation": aggregation}
+    stats = train_once(model, data, [0.0] * 6, micro_batch=6, **bonus)
+    assert stats["zero_advantage_skipped"] == 0 and stats["optimizer_steps"] == 1
+    assert stats["signal_tokens"] == stats["tokens"]
+    if aggregation == "token":
+        assert stats["loss"] == pytest.approx(-0.5 * before, rel=1e-4)
+    assert stats["loss"] < 0 and _mean_entropy(model, data) > before
+    train_once(split, data, [0.0] * 6, micro_batch=1, **bonus)
+    for (name, a), b in zip(model.state_dict().items(), split.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-5), name
+    # without the bonus the same rollouts are skipped and nothing moves
+    assert train_once(tiny_model(), data, [0.0] * 6, micro_batch=6)["optimizer_steps"] == 0
 
 
 def test_mini_batches_mix_short_and_long_rollouts_and_are_sorted_within():
