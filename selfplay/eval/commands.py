@@ -51,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar=("BEFORE", "AFTER"),
         help="instead: pair two `selfplay eval` results (samples.jsonl or its folder)",
     )
+    p.add_argument(
+        "--pooled",
+        nargs="+",
+        metavar="EVAL",
+        help="instead: BASE AFTER [AFTER ...], one AFTER per seed, pooled over the seeds "
+        "(an exchange test per problem; no figures)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument(
         "--figures",
@@ -64,9 +71,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def report_command(args: argparse.Namespace) -> int:
     from selfplay.eval.report import compare, read_metrics, render, report
 
-    if (args.folder is None) == (args.compare is None):
-        print("selfplay report: give a run folder, or --compare BEFORE AFTER", file=sys.stderr)
+    given = [x is not None for x in (args.folder, args.compare, args.pooled)]
+    if sum(given) != 1:
+        print(
+            "selfplay report: give a run folder, --compare BEFORE AFTER, or --pooled BASE AFTER...",
+            file=sys.stderr,
+        )
         return 2
+    if args.pooled is not None:
+        return _pooled(args)
     try:
         result = report(args.folder) if args.compare is None else compare(*args.compare)
     except ValueError as err:  # two evaluations that share no item
@@ -88,6 +101,21 @@ def report_command(args: argparse.Namespace) -> int:
         result["figures"] = [str(path) for path in written]
         result["figures_skipped"] = notes
     print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+def _pooled(args: argparse.Namespace) -> int:
+    from selfplay.eval.pooled import pooled, render_pooled
+
+    if len(args.pooled) < 2:
+        print("selfplay report: --pooled needs BASE and at least one AFTER", file=sys.stderr)
+        return 2
+    try:
+        result = pooled(args.pooled[0], args.pooled[1:])
+    except ValueError as err:
+        print(f"selfplay report: {err}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else render_pooled(result))
     return 0
 
 

@@ -9,6 +9,14 @@ p-value is two-sided: twice the smaller tail, capped at 1.
 figures draw: unlike the normal approximation p +- z sqrt(p(1 - p) / n) it stays inside [0, 1]
 and does not shrink to a point at 0 or n right.
 
+`exchange_test` pools several trained checkpoints (one per seed) against one base on the same
+items: the statistic is the sum over items of (the checkpoints' mean score - the base's), and
+under the null hypothesis (training changed nothing) the base and the checkpoints are
+exchangeable on every item, so the null distribution comes from relabelling, on each item at
+random, which of the S + 1 evaluations is the base. A sign test on each item's change is not
+valid here: the checkpoints share the base, so the sign is set by the base's answer, and an
+item the base misses more often than not changes up more often than down under the null.
+
 `fisher_exact` and `cmh` compare two unpaired groups (two runs' proposals, say): Fisher's exact
 test on one 2x2 table, and the Cochran-Mantel-Haenszel test over several (one per seed).
 """
@@ -18,7 +26,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["cmh", "fisher_exact", "mcnemar_exact", "sign_test", "wilson"]
+import numpy as np
+
+__all__ = ["cmh", "exchange_test", "fisher_exact", "mcnemar_exact", "sign_test", "wilson"]
 
 
 def mcnemar_exact(before: Sequence[bool], after: Sequence[bool]) -> tuple[int, int, float]:
@@ -84,3 +94,30 @@ def cmh(strata: list[tuple[int, int, int, int]]) -> float:
         return 1.0
     chi2 = max(0.0, abs(diff) - 0.5) ** 2 / var
     return math.erfc(math.sqrt(chi2 / 2))
+
+
+def exchange_test(
+    base: Sequence[float], after: Sequence[Sequence[float]], draws: int = 20000, seed: int = 0
+) -> float:
+    """Two-sided p-value that S checkpoints (`after`, S rows of per-item scores in [0, 1]) differ
+    from the `base` scores of the same items, by `draws` random relabellings (see the module
+    doc): (1 + relabellings at least as extreme) / (1 + draws), so never 0."""
+    scores = np.asarray([base, *after], dtype=float).T  # (items, S + 1), the base first
+    if scores.ndim != 2 or scores.shape[1] < 2:
+        raise ValueError("the exchange test needs a base and at least one checkpoint")
+    scores = scores[scores.min(1) != scores.max(1)]  # an item all agree on adds 0 either way
+    if not len(scores):
+        return 1.0
+    seeds = scores.shape[1] - 1
+    # an item's change with base b and total T over all S + 1: (T - b) / S - b
+    total = float(scores.sum()) / seeds
+    scale = (seeds + 1) / seeds
+    observed = abs(total - scale * float(scores[:, 0].sum()))
+    rng = np.random.default_rng(seed)
+    rows = np.arange(len(scores))
+    extreme = 0
+    for start in range(0, draws, 1000):
+        picks = rng.integers(0, seeds + 1, size=(min(1000, draws - start), len(scores)))
+        null = total - scale * scores[rows, picks].sum(-1)
+        extreme += int((np.abs(null) >= observed - 1e-9).sum())
+    return (1 + extreme) / (1 + draws)

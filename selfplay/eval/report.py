@@ -21,6 +21,8 @@ or fell (`problems`). Items whose recorded task (program, input, output) differs
 two evaluations are left out and counted in a warning, as is a difference in prompt format or
 set version.
 
+Several seeds against one base: `selfplay report --pooled` (`pooled.py`).
+
 A paired subset reports, on all its items and on its non-trivial ones (those the copy answer
 does not solve, `selfplay.trivial`; records without `trivial` have no such split):
 before, after, delta, gained, lost and the exact McNemar p-value (`paired.mcnemar_exact`,
@@ -50,7 +52,7 @@ from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
 
-__all__ = ["report", "compare", "render", "read_metrics"]
+__all__ = ["report", "compare", "render", "read_metrics", "samples_file"]
 
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
@@ -200,13 +202,7 @@ def _right(items: list[Item]) -> int:
 def compare(before: str | Path, after: str | Path) -> dict:
     """Two per-sample evaluation files (or the folders holding `samples.jsonl`), paired per
     subset on the items both evaluated."""
-    paths = []
-    for given in (before, after):
-        path = Path(given)
-        path = path / "samples.jsonl" if path.is_dir() else path
-        if not path.is_file():
-            raise FileNotFoundError(f"no per-sample evaluation at {path}")
-        paths.append(path)
+    paths = [samples_file(before), samples_file(after)]
     (first, bad_first), (last, bad_last) = _items(paths[0]), _items(paths[1])
     if not first.keys() & last.keys():
         raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item")
@@ -214,6 +210,15 @@ def compare(before: str | Path, after: str | Path) -> dict:
     if bad_first or bad_last:
         out["unreadable_lines"] = [bad_first, bad_last]
     return out
+
+
+def samples_file(given: str | Path) -> Path:
+    """The per-sample evaluation file `given` names (the file, or the folder holding it)."""
+    path = Path(given)
+    path = path / "samples.jsonl" if path.is_dir() else path
+    if not path.is_file():
+        raise FileNotFoundError(f"no per-sample evaluation at {path}")
+    return path
 
 
 def _paired(before: dict[tuple, Item], after: dict[tuple, Item]) -> dict:

@@ -1,0 +1,132 @@
+"""Several seeds' checkpoints against one base, pooled: `selfplay report --pooled BASE AFTER...`.
+
+Each AFTER is one seed's evaluation (`selfplay eval --out`) of the items BASE evaluated, with the
+same prompt format and set. Per subset, on all problems and on the non-trivial ones (the copy
+answer does not solve them; the same rule as `report`), it gives the base's accuracy, each
+seed's and their mean, the problems whose mean score over the seeds rose or fell, and the
+p-value of `paired.exchange_test`: whether the checkpoints, taken together, differ from the
+base. A problem's score is the share of its samples answered right (1 or 0 with one sample).
+
+Only problems every evaluation answered, with the same recorded task, are pooled; the others
+are counted (`dropped`, `differ`), and evaluations that differ in prompt format or set version
+are named in a warning. Each seed's own paired test is `--compare BASE AFTER`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from selfplay.eval.paired import exchange_test
+from selfplay.eval.report import Item, _items, samples_file
+
+__all__ = ["pooled", "render_pooled"]
+
+DRAWS = 20000  # relabellings of the exchange test: its p-value moves by about 0.002 at 0.05
+
+
+def pooled(base: str | Path, afters: list[str | Path]) -> dict:
+    """The pooled comparison of `afters` (one evaluation per seed) against `base`."""
+    if not afters:
+        raise ValueError("--pooled needs a base and at least one checkpoint's evaluation")
+    paths = [samples_file(given) for given in (base, *afters)]
+    read = [_items(path) for path in paths]
+    out: dict = {"base": str(paths[0]), "after": [str(p) for p in paths[1:]], "draws": DRAWS}
+    if any(bad for _, bad in read):
+        out["unreadable_lines"] = [bad for _, bad in read]
+    evaluations = [items for items, _ in read]
+    subsets = sorted({key[0] for items in evaluations for key in items})
+    for subset in subsets:
+        out[subset] = _subset([_problems(items, subset) for items in evaluations])
+    return out
+
+
+def _problems(items: dict[tuple, Item], subset: str) -> dict[str, dict[int, Item]]:
+    """problem id -> sample index -> Item, of one subset."""
+    problems: dict[str, dict[int, Item]] = defaultdict(dict)
+    for (name, problem, sample), item in items.items():
+        if name == subset:
+            problems[problem][sample] = item
+    return problems
+
+
+def _subset(evaluations: list[dict[str, dict[int, Item]]]) -> dict:
+    every = set.intersection(*(set(e) for e in evaluations))
+    anywhere = set.union(*(set(e) for e in evaluations))
+    if not every:
+        return {"note": "no problem every evaluation answered: nothing to pool"}
+    scores, trivial, differ = {}, {}, 0
+    for problem in sorted(every):
+        samples = set.intersection(*(set(e[problem]) for e in evaluations))
+        records = [[e[problem][s] for s in sorted(samples)] for e in evaluations]
+        contents = {i.content for side in records for i in side if i.content is not None}
+        if not samples or len(contents) > 1:
+            differ += 1
+            continue
+        scores[problem] = [sum(i.correct for i in side) / len(side) for side in records]
+        known = [i.trivial for side in records for i in side if i.trivial is not None]
+        trivial[problem] = bool(known and known[0])  # the base's where it says, as `report`
+    row = _stats(list(scores.values()))
+    row["dropped"] = len(anywhere) - len(every)  # answered by some evaluations only
+    row["differ"] = differ  # a different recorded task, or no sample in common
+    if any(i.trivial is not None for e in evaluations for p in e.values() for i in p.values()):
+        row["non_trivial"] = _stats([s for p, s in scores.items() if not trivial[p]])
+        row["trivial_items"] = sum(trivial.values())
+    else:
+        row["non_trivial"] = None  # the records do not say which items copying solves
+    tags = [sorted({i.tag for p in e.values() for i in p.values()}) for e in evaluations]
+    if any(t != tags[0] for t in tags):
+        row["warning"] = "the evaluations differ: " + " vs ".join("/".join(t) for t in tags)
+    return row
+
+
+def _stats(scores: list[list[float]]) -> dict:
+    """Accuracies and the exchange test over problems, each [base, seed 1, seed 2, ...]."""
+    if not scores:
+        return {"n": 0, "before": 0.0, "after": 0.0, "delta": 0.0, "seeds_after": [],
+                "improved": 0, "worsened": 0, "p_value": 1.0}  # fmt: skip
+    n, columns = len(scores), list(zip(*scores, strict=True))
+    base, seeds = sum(columns[0]) / n, [sum(c) / n for c in columns[1:]]
+    change = [sum(s[1:]) / (len(s) - 1) - s[0] for s in scores]
+    p = exchange_test(columns[0], columns[1:], DRAWS)
+    return {
+        "n": n,
+        "before": round(base, 4),
+        "after": round(sum(seeds) / len(seeds), 4),
+        "delta": round(sum(seeds) / len(seeds) - base, 4),
+        "seeds_after": [round(a, 4) for a in seeds],
+        "improved": sum(c > 0 for c in change),
+        "worsened": sum(c < 0 for c in change),
+        "p_value": float(f"{p:.3g}"),
+    }
+
+
+def render_pooled(result: dict) -> str:
+    lines = [f"base:    {result['base']}"]
+    lines += [f"after {k}: {path}" for k, path in enumerate(result["after"], 1)]
+    lines.append(
+        f"{'set':<24}{'n':>6}{'base':>8}{'seeds':>8}{'delta':>8}{'up':>6}{'down':>6}{'p':>10}"
+        "   each seed"
+    )
+    for subset, row in result.items():
+        if not isinstance(row, dict):
+            continue
+        if "note" in row:
+            lines.append(f"{subset:<24}{row['note']}")
+            continue
+        lines.append(f"{subset} ({row['dropped']} dropped, {row['differ']} differ)")
+        lines.append(_line("all", row))
+        if row.get("non_trivial") is not None:
+            lines.append(_line("non-trivial", row["non_trivial"]))
+        if "warning" in row:
+            lines.append(f"    warning: {row['warning']}")
+    lines.append(f"p: exchange test over problems, {result['draws']} relabellings")
+    return "\n".join(lines)
+
+
+def _line(label: str, s: dict) -> str:
+    each = ", ".join(f"{a:.3f}" for a in s["seeds_after"])
+    return (
+        f"  {label:<22}{s['n']:>6}{s['before']:>8.3f}{s['after']:>8.3f}{s['delta']:>+8.3f}"
+        f"{s['improved']:>6}{s['worsened']:>6}{s['p_value']:>10.3g}   {each}"
+    )
