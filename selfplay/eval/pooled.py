@@ -120,7 +120,10 @@ def render_pooled(result: dict) -> str:
             lines.append(_line("non-trivial", row["non_trivial"]))
         if "warning" in row:
             lines.append(f"    warning: {row['warning']}")
-    lines.append(f"p: exchange test over problems, {result['draws']} relabellings")
+    floor = 1 / (1 + result["draws"])
+    lines.append(
+        f"p: exchange test over problems, {result['draws']} relabellings (its floor {floor:.2g})"
+    )
     return "\n".join(lines)
 
 
