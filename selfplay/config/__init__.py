@@ -359,9 +359,10 @@ class TrainerConfig(Checked):
     propose_weight: float = knob(
         1.0,
         "the proposer's rollouts' weight in the policy-gradient term: their advantages are "
-        "multiplied by it in the update (the KL term is not, and their tokens stay in a token "
-        "mean's denominator, so the solver's gradient is unchanged; at 0 they are skipped as "
-        "zero-advantage rollouts). update/propose_share logs the proposer's share after it",
+        "multiplied by it in the update (the KL term and the entropy bonus are not, and their "
+        "tokens stay in a token mean's denominator, so the solver's gradient is unchanged; at 0 "
+        "they are skipped as zero-advantage rollouts where neither is on). "
+        "update/propose_share logs the proposer's share after it",
     )
     propose_kl_weight: float = knob(
         1.0,

@@ -13,9 +13,14 @@ and does not shrink to a point at 0 or n right.
 items: the statistic is the sum over items of (the checkpoints' mean score - the base's), and
 under the null hypothesis (training changed nothing) the base and the checkpoints are
 exchangeable on every item, so the null distribution comes from relabelling, on each item at
-random, which of the S + 1 evaluations is the base. A sign test on each item's change is not
-valid here: the checkpoints share the base, so the sign is set by the base's answer, and an
-item the base misses more often than not changes up more often than down under the null.
+random, which of the S + 1 evaluations is the base. What it answers is narrow: whether these
+checkpoints, taken together, differ from the base beyond what relabelling gives, the
+checkpoints held fixed. It does not see the variance between seeds, so it is no test that a
+training setting helps: two seeds that move a subset by +x and -x can reject it. A claim about
+a setting needs more seeds and a test at the seed level; each seed's own McNemar test says
+whether the seeds move the same way. A sign test on each item's change is not valid here
+either: the checkpoints share the base, so the sign is set by the base's answer, and an item
+the base misses more often than not changes up more often than down under the null.
 
 `fisher_exact` and `cmh` compare two unpaired groups (two runs' proposals, say): Fisher's exact
 test on one 2x2 table, and the Cochran-Mantel-Haenszel test over several (one per seed).

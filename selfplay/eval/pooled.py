@@ -3,21 +3,26 @@
 Each AFTER is one seed's evaluation (`selfplay eval --out`) of the items BASE evaluated, with the
 same prompt format and set. Per subset, on all problems and on the non-trivial ones (the copy
 answer does not solve them; the same rule as `report`), it gives the base's accuracy, each
-seed's and their mean, the problems whose mean score over the seeds rose or fell, and the
-p-value of `paired.exchange_test`: whether the checkpoints, taken together, differ from the
-base. A problem's score is the share of its samples answered right (1 or 0 with one sample).
+seed's and their mean, each seed's own McNemar test against the base, the problems whose mean
+score over the seeds rose or fell (descriptive only: with a shared base these counts lean up
+under the null), and the p-value of `paired.exchange_test`: whether these checkpoints, taken
+together and held fixed, differ from the base. It is not a test that the training setting
+helps (it does not see the variance between seeds; see `paired`). A problem's score is the
+share of its samples answered right (1 or 0 with one sample).
 
 Only problems every evaluation answered, with the same recorded task, are pooled; the others
-are counted (`dropped`, `differ`), and evaluations that differ in prompt format or set version
-are named in a warning. Each seed's own paired test is `--compare BASE AFTER`.
+are counted (`dropped`, `differ`), and evaluations that differ in prompt format or set version,
+or whose `summary.json` differ in temperature, samples or prompt format, are named in a
+warning. Each seed's own paired test is `--compare BASE AFTER`.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
-from selfplay.eval.paired import exchange_test
+from selfplay.eval.paired import exchange_test, sign_test
 from selfplay.eval.report import Item, _items, samples_file
 
 __all__ = ["pooled", "render_pooled"]
@@ -38,7 +43,22 @@ def pooled(base: str | Path, afters: list[str | Path]) -> dict:
     subsets = sorted({key[0] for items in evaluations for key in items})
     for subset in subsets:
         out[subset] = _subset([_problems(items, subset) for items in evaluations])
+    settings = [_settings(path) for path in paths]
+    if any(s != settings[0] for s in settings):
+        out["warning"] = "the evaluations were made differently: " + " vs ".join(
+            ", ".join(f"{k} {v}" for k, v in s.items()) or "no summary" for s in settings
+        )
     return out
+
+
+def _settings(path: Path) -> dict:
+    """What the evaluation's `summary.json` (beside its samples) says of how it sampled."""
+    try:
+        summary = json.loads((path.parent / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    keys = ("temperature", "samples", "prompt_format")
+    return {k: summary[k] for k in keys if isinstance(summary, dict) and k in summary}
 
 
 def _problems(items: dict[tuple, Item], subset: str) -> dict[str, dict[int, Item]]:
@@ -84,17 +104,24 @@ def _stats(scores: list[list[float]]) -> dict:
     """Accuracies and the exchange test over problems, each [base, seed 1, seed 2, ...]."""
     if not scores:
         return {"n": 0, "before": 0.0, "after": 0.0, "delta": 0.0, "seeds_after": [],
-                "improved": 0, "worsened": 0, "p_value": 1.0}  # fmt: skip
+                "seeds_changes": [], "seeds_p": [], "improved": 0, "worsened": 0,
+                "p_value": 1.0}  # fmt: skip
     n, columns = len(scores), list(zip(*scores, strict=True))
     base, seeds = sum(columns[0]) / n, [sum(c) / n for c in columns[1:]]
     change = [sum(s[1:]) / (len(s) - 1) - s[0] for s in scores]
     p = exchange_test(columns[0], columns[1:], DRAWS)
+    # each seed against the base: McNemar's exact test (the sign test on problems' scores
+    # where they have several samples, as `report` does)
+    each = [(sum(a > b for b, a in zip(columns[0], c)), sum(a < b for b, a in zip(columns[0], c)))
+            for c in columns[1:]]  # fmt: skip
     return {
         "n": n,
         "before": round(base, 4),
         "after": round(sum(seeds) / len(seeds), 4),
         "delta": round(sum(seeds) / len(seeds) - base, 4),
         "seeds_after": [round(a, 4) for a in seeds],
+        "seeds_changes": [list(pair) for pair in each],  # per seed: [gained, lost]
+        "seeds_p": [float(f"{sign_test(*pair):.3g}") for pair in each],
         "improved": sum(c > 0 for c in change),
         "worsened": sum(c < 0 for c in change),
         "p_value": float(f"{p:.3g}"),
@@ -106,7 +133,7 @@ def render_pooled(result: dict) -> str:
     lines += [f"after {k}: {path}" for k, path in enumerate(result["after"], 1)]
     lines.append(
         f"{'set':<24}{'n':>6}{'base':>8}{'seeds':>8}{'delta':>8}{'up':>6}{'down':>6}{'p':>10}"
-        "   each seed"
+        "   each seed (gained / lost, its own p)"
     )
     for subset, row in result.items():
         if not isinstance(row, dict):
@@ -120,15 +147,23 @@ def render_pooled(result: dict) -> str:
             lines.append(_line("non-trivial", row["non_trivial"]))
         if "warning" in row:
             lines.append(f"    warning: {row['warning']}")
+    if "warning" in result:
+        lines.append(f"warning: {result['warning']}")
     floor = 1 / (1 + result["draws"])
     lines.append(
-        f"p: exchange test over problems, {result['draws']} relabellings (its floor {floor:.2g})"
+        f"p: exchange test over problems, {result['draws']} relabellings (its floor {floor:.2g}):"
+        " whether these checkpoints, held fixed, differ from the base; not a test that the"
+        " setting helps (it does not see the spread between seeds). up / down: problems whose"
+        " mean over the seeds rose / fell, descriptive only"
     )
     return "\n".join(lines)
 
 
 def _line(label: str, s: dict) -> str:
-    each = ", ".join(f"{a:.3f}" for a in s["seeds_after"])
+    each = ", ".join(
+        f"{a:.3f} ({g} / {lost}, {p:.2g})"
+        for a, (g, lost), p in zip(s["seeds_after"], s["seeds_changes"], s["seeds_p"], strict=True)
+    )
     return (
         f"  {label:<22}{s['n']:>6}{s['before']:>8.3f}{s['after']:>8.3f}{s['delta']:>+8.3f}"
         f"{s['improved']:>6}{s['worsened']:>6}{s['p_value']:>10.3g}   {each}"

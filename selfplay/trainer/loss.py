@@ -58,8 +58,10 @@ def _aggregate(
 
 def zero_advantage_adds_nothing(config: TrainerConfig) -> bool:
     """Whether a rollout of advantage 0 leaves the loss's gradient as it is (no KL term, no
-    entropy bonus), so that an update may skip it."""
-    return config.kl_coef == 0 and config.entropy_coef == 0
+    entropy bonus), so that an update may skip it. Never while the entropy bonus adapts: its
+    controller reads the update's entropy, which would otherwise cover all rollouts while the
+    bonus is on and only those with an advantage while it is off."""
+    return config.kl_coef == 0 and config.entropy_coef == 0 and config.entropy_target == 0
 
 
 def policy_loss(

@@ -8,7 +8,9 @@ accumulated gradient is exactly that of the mini-batch's loss (see `loss._aggreg
 Three savings that leave the gradient exactly as it is:
   * a rollout whose advantage is 0 adds 0 to the loss and to its gradient (both branches of
     the clipped objective are multiplied by it), so it is counted in the denominator but not
-    run through the model; a mini-batch with no other rollout takes no optimizer step;
+    run through the model; a mini-batch with no other rollout takes no optimizer step (not
+    with a KL term or an entropy bonus, which such a rollout does feed:
+    `loss.zero_advantage_adds_nothing`);
   * the completions of one prompt share a row behind a single copy of it (`collate`), each
     attending to the prompt and to its own tokens only, at the positions it was sampled at:
     a group of 8 answers to a 200-token prompt runs 200 prompt tokens instead of 1,600
@@ -199,9 +201,28 @@ def token_logprobs(
     logp_all = torch.log_softmax(logits, dim=-1)  # (R, keep, V)
     rows = batch.row.unsqueeze(-1).expand_as(batch.source)
     logp = logp_all[rows, batch.source, batch.targets]
-    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-        entropy = -(logp_all.exp() * logp_all).sum(-1)[rows, batch.source]
+    if entropy_grad and torch.is_grad_enabled():
+        entropy = _Entropy.apply(logp_all)[rows, batch.source]
+    else:
+        with torch.no_grad():
+            entropy = -(logp_all.exp() * logp_all).sum(-1)[rows, batch.source]
     return logp, entropy
+
+
+class _Entropy(torch.autograd.Function):
+    """H = -sum(exp(logp) * logp) over the last dimension, keeping for the backward pass only
+    `logp` (which log_softmax keeps anyway), not exp(logp): one (rows, positions, vocabulary)
+    tensor less held per micro-batch. dH/dlogp_i = -p_i (logp_i + 1)."""
+
+    @staticmethod
+    def forward(ctx, logp: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(logp)
+        return -(logp.exp() * logp).sum(-1)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (logp,) = ctx.saved_tensors
+        return -grad.unsqueeze(-1) * logp.exp() * (logp + 1)
 
 
 def _chunks(items: list, parts: int) -> list[list]:

@@ -22,6 +22,7 @@ class Statistics:
         # summed over ranks: the mini-batch's loss; the KL's sum over tokens, and the tokens
         self.parts = {"loss": 0.0, "kl_sum": 0.0, "kl_tokens": 0.0}
         self.parts.update(kl_sum_propose=0.0, kl_tokens_propose=0.0)  # the proposals' part
+        self.parts.update(entropy_sum=0.0, entropy_tokens=0.0)  # over the real micro-batches
         self.means: dict[str, float] = {}  # per-micro-batch statistics, summed
         self.micro_count = self.real_count = self.steps = 0
         self.grad_norms: dict[str, float] = {}  # summed, weighted by micro-batches
@@ -43,8 +44,9 @@ class Statistics:
             self.parts["kl_tokens_propose"] += float(batch.mask[proposal].sum())
         if not real:
             return
-        tokens = batch.mask.sum().clamp(min=1)
-        stats["entropy"] = float((entropy * batch.mask).sum() / tokens)
+        # the entropy per token over the whole update, as the KL (what the controllers read)
+        self.parts["entropy_sum"] += float((entropy * batch.mask).sum())
+        self.parts["entropy_tokens"] += float(batch.mask.sum())
         for name, value in stats.items():
             self.means[name] = self.means.get(name, 0.0) + value
         self.real_count += 1
@@ -113,8 +115,9 @@ def _combine(
 ) -> dict[str, float]:
     """The statistics of the whole update from every rank's: the loss's parts summed over
     ranks / `micro_count`; the KL as the sum over ranks of `kl_sum` / of `kl_tokens`, and so
-    per role (`kl_ref_propose`, `kl_ref_solve`); per-micro-batch statistics averaged over
-    every rank's real micro-batches. Every rank runs `micro_count` micro-batches."""
+    per role (`kl_ref_propose`, `kl_ref_solve`); the entropy per token likewise, over the
+    real micro-batches; other per-micro-batch statistics averaged over every rank's real
+    micro-batches. Every rank runs `micro_count` micro-batches."""
     gathered = share.gather((parts, means, real_count))
     if not micro_count:
         return {}
@@ -131,6 +134,9 @@ def _combine(
         if tokens - proposed:
             solved_kl = sum(p["kl_sum"] for p, _, _ in gathered) - proposed_kl
             out["kl_ref_solve"] = solved_kl / (tokens - proposed)
+    tokens = sum(p["entropy_tokens"] for p, _, _ in gathered)
+    if tokens:  # the mean token entropy over every real token of the update
+        out["entropy"] = sum(p["entropy_sum"] for p, _, _ in gathered) / tokens
     real = sum(count for _, _, count in gathered)
     # every rank's names: a rank whose micro-batches were all padding has none of its own
     for name in sorted({name for _, m, _ in gathered for name in m}):

@@ -43,6 +43,10 @@ def test_the_exchange_test_finds_a_real_gain_and_is_exact_on_a_small_case():
     # one problem, the base wrong and both seeds right: as extreme only when the relabelling
     # keeps the base as it is, 1 time in 3
     assert exchange_test([0.0], [[1.0], [1.0]], draws=30000) == pytest.approx(1 / 3, abs=0.01)
+    assert exchange_test([1.0], [[0.0], [0.0]], draws=30000) == pytest.approx(1 / 3, abs=0.01)
+    # two-sided: every score flipped gives the same p
+    flipped = exchange_test(1 - base, 1 - after, draws=2000)
+    assert flipped == exchange_test(base, after, draws=2000)
     assert exchange_test([1.0, 0.0], [[1.0, 0.0]]) == 1.0  # nothing differs
     with pytest.raises(ValueError, match="base"):
         exchange_test([1.0], [])
@@ -74,6 +78,7 @@ def test_pooling_counts_dropped_and_changed_problems_and_sets_trivial_ones_apart
     assert (got["improved"], got["worsened"]) == (4, 1)  # problem 2: 1 -> (1 + 0) / 2
     hard = got["non_trivial"]
     assert (hard["n"], hard["before"], hard["seeds_after"]) == (6, 0.1667, [0.8333, 0.3333])
+    assert got["seeds_changes"] == [[4, 0], [2, 1]] and got["seeds_p"] == [0.125, 1.0]
     assert "warning" not in got and 0 < got["p_value"] <= 1
     assert main(["report", "--pooled", *paths]) == 0
     table = capsys.readouterr().out
@@ -81,6 +86,10 @@ def test_pooling_counts_dropped_and_changed_problems_and_sets_trivial_ones_apart
     # an evaluation in another prompt format is named
     _write(tmp_path / "c", [_row(i, True, i < 2, fmt="selfplay") for i in range(10)])
     assert "direct vs" in pooled(paths[0], [tmp_path / "c"])["cruxeval_o"]["warning"]
+    # evaluations sampled differently are named
+    (tmp_path / "a" / "summary.json").write_text(json.dumps({"temperature": 0.0, "samples": 1}))
+    (tmp_path / "b" / "summary.json").write_text(json.dumps({"temperature": 0.8, "samples": 1}))
+    assert "temperature 0.8" in pooled(paths[1], [paths[2]])["warning"]
     assert main(["report", "--pooled", paths[0]]) == 2
     assert main(["report", "--pooled", *paths, "--compare", *paths[:2]]) == 2
     assert main(["report", "--pooled", paths[0], str(tmp_path / "none")]) != 0

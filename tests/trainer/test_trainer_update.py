@@ -285,6 +285,33 @@ def test_the_entropy_bonus_widens_the_policy_and_keeps_zero_advantage_rollouts(a
     assert train_once(tiny_model(), data, [0.0] * 6, micro_batch=6)["optimizer_steps"] == 0
 
 
+def test_the_entropy_reported_is_per_token_over_the_update_however_it_is_cut():
+    """The controllers read `entropy`: the mean over every completion token, not a mean of
+    micro-batch means (micro-batches are sorted by length, so those would weigh a short
+    answer's tokens more). The rollouts differ in length, so the two would differ."""
+    data = rollouts(tiny_model())
+    want = _mean_entropy(tiny_model(), data)
+    for micro_batch in (1, 4, 6):
+        stats = train_once(tiny_model(), data, [1.0] * 6, micro_batch=micro_batch, lr=0.0)
+        assert stats["entropy"] == pytest.approx(want, rel=1e-5)
+
+
+def test_the_entropy_gradient_is_autograds_and_keeps_zero_advantage_rollouts_while_it_adapts():
+    from selfplay.trainer.loss import zero_advantage_adds_nothing
+    from selfplay.trainer.update import _Entropy
+
+    logits = torch.randn(2, 3, 11, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(2, 3, dtype=torch.float64)
+    logp = torch.log_softmax(logits, -1)
+    (ours,) = torch.autograd.grad((_Entropy.apply(logp) * weights).sum(), logits)
+    logp = torch.log_softmax(logits, -1)
+    (plain,) = torch.autograd.grad((-(logp.exp() * logp).sum(-1) * weights).sum(), logits)
+    assert torch.allclose(ours, plain, atol=1e-12)
+    assert zero_advantage_adds_nothing(TrainerConfig())
+    for setting in ({"kl_coef": 0.1}, {"entropy_coef": 0.1}, {"entropy_target": 0.5}):
+        assert not zero_advantage_adds_nothing(TrainerConfig(**setting)), setting
+
+
 def test_mini_batches_mix_short_and_long_rollouts_and_are_sorted_within():
     """Sorted-then-cut mini-batches put all short answers in one optimizer step and all long
     proposals in the other; a seeded shuffle mixes them, each mini-batch sorted for padding."""
