@@ -21,6 +21,13 @@ step). In a 20-step run (results/learn20-solveonly-props4-examples-seed1) it fel
 to 0.11 by step 7, then rose back only to 0.37 while the KL was 2-4x its target and the
 entropy 0.15-0.28 under its floor of 0.25 for the last ten steps. This one acts on the
 entropy itself. `alpha` travels with the checkpoints, so a resumed run goes on with it.
+
+What it did (results/learn20-solveonly-props4-examples-entropy-seed1, docs/results.md): that
+run again with `entropy_target` 0.5 and `entropy_step` 0.02 is the same run to the last digit
+until the bonus first acts (step 9), and then holds the entropy higher, 0.25-0.37 against
+0.15-0.28 over steps 16-20, still rising at step 20 (weight 0.24); a 20-step run wants a larger
+step. It did not stop the CRUXEval-O drift the collapse came with, so it is off by default and
+not in the recipes.
 """
 
 from __future__ import annotations
