@@ -146,6 +146,16 @@ def _save_config(config: Config, folder: Path) -> None:
     path.write_text(text)
 
 
+def _optimizer(model, t) -> tuple:
+    """AdamW over the trainable parameters, and its linear warm-up (`trainer.warmup_steps`
+    optimizer steps)."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=t.lr, weight_decay=t.weight_decay)
+    warmup = max(1, t.warmup_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    return optimizer, scheduler
+
+
 def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int]:
     """Build (or resume) a run; returns it and the first step to run. Rank 0 calls
     `announce(config, folder, device, processes, precision)` with the resolved configuration
@@ -194,11 +204,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     if t.lora.enabled:
         model = _with_adapters(model, t)
     reference = _reference(model) if t.kl_coef > 0 else None
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=t.lr, weight_decay=t.weight_decay)
-    warmup = max(1, t.warmup_steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    model, optimizer, scheduler = accelerator.prepare(model, *_optimizer(model, t))
     # the first of the run in its folder, once the model has loaded: a run that fails before
     # leaves nothing there but its log, and no folder (`selfplay.console`)
     if ranks.is_main:

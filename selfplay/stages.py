@@ -451,10 +451,10 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
     mini-batches drawn with a seed of the step."""
     if not rollouts:
         return {}
-    # the coefficients of this step (`trainer.kl_target`, `trainer.entropy_target` adapt them)
     trainer = run.config.trainer
-    trainer = replace(trainer, kl_coef=run.kl.coef) if run.kl else trainer
-    trainer = replace(trainer, entropy_coef=run.entropy.coef) if run.entropy else trainer
+    controls = [c for c in (run.kl, run.entropy) if c is not None]
+    for control in controls:  # this step's coefficients (trainer.kl_target, .entropy_target)
+        trainer = control.apply(trainer)
     run.engine.sleep()
     try:
         stats = policy_update(
@@ -473,12 +473,8 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
     finally:
         run.engine.wake_up()
     run.engine_role = None  # the engine holds neither role's new policy
-    if run.kl is not None and trainer.kl_coef > 0:
-        stats["kl_coef"] = trainer.kl_coef
-        run.kl.update(stats.get("kl_ref"), stats.get("entropy"))
-    if run.entropy is not None and (trainer.entropy_coef > 0 or run.entropy.target > 0):
-        stats["entropy_coef"] = trainer.entropy_coef
-        run.entropy.update(stats.get("entropy"))
+    for control in controls:
+        control.adapt(trainer, stats)
     return stats
 
 

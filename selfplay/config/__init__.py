@@ -15,7 +15,6 @@ fixed set of values is a `Literal`, which that machinery checks and documents; a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from selfplay.config.fields import (
 from selfplay.config.fields import describe as describe_fields
 from selfplay.config.lora import LoraConfig
 from selfplay.config.roles import RolesConfig
+from selfplay.config.trainer import AdvantageEstimator, TrainerConfig
 from selfplay.types import TASK_TYPES, Role, TaskType
 
 __all__ = [
@@ -49,6 +49,8 @@ __all__ = [
     "GenerationConfig",
     "LoraConfig",
     "RolesConfig",
+    "TrainerConfig",
+    "AdvantageEstimator",
     "MathCheckConfig",
     "SeedConfig",
     "Config",
@@ -307,104 +309,8 @@ class SelfPlayConfig(Checked):
             raise ConfigError("selfplay.seed_proposals: 0 (off) or more")
 
 
-#: the estimators of `selfplay.trainer.advantages.ESTIMATORS` (a test keeps them equal)
-AdvantageEstimator = Literal["trr++", "grpo", "reinforce++"]
 #: the levels of `selfplay.console.LEVELS` ('' shows no library records on the terminal)
 LogLevel = Literal["", "DEBUG", "INFO", "WARNING", "ERROR"]
-
-
-@dataclass(frozen=True)
-class TrainerConfig(Checked):
-    """The policy update (see selfplay/trainer/__init__.py for the exact algorithm)."""
-
-    lr: float = knob(1e-6, "AdamW learning rate")
-    weight_decay: float = knob(0.0, "AdamW weight decay")
-    warmup_steps: int = knob(
-        0,
-        "optimizer steps of linear learning-rate warm-up (a step takes mini_batches x ppo_epochs)",
-    )
-    advantage: AdvantageEstimator = knob("trr++", "advantage estimator (see trainer/advantages.py)")
-    clip_low: float = knob(0.2, "PPO clip range below 1 (ratio >= 1 - clip_low)")
-    clip_high: float = knob(0.28, "PPO clip range above 1 (ratio <= 1 + clip_high)")
-    aggregation: Literal["token", "sequence"] = knob(
-        "token", "loss aggregation: token = every token counts; sequence = every answer does"
-    )
-    kl_coef: float = knob(
-        0.0, "weight of the k3 KL penalty to the initial model (0 = off); the start with kl_target"
-    )
-    kl_target: float = knob(
-        0.0,
-        "adapt kl_coef toward this mean KL per token after each step (PPO's adaptive KL "
-        "controller, selfplay/trainer/kl_control.py); 0: kl_coef stays fixed",
-    )
-    kl_horizon: float = knob(
-        5.0, "steps over which the adaptive controller changes kl_coef by its error (<= 20%)"
-    )
-    entropy_floor: float = knob(
-        0.0,
-        "with kl_target: while the mean token entropy of a step's update is below this, "
-        "kl_coef rises as for a KL 20% over the target",
-    )
-    entropy_coef: float = knob(
-        0.0,
-        "weight of a token-entropy bonus in the loss (0 = off); the start with entropy_target",
-    )
-    entropy_target: float = knob(
-        0.0,
-        "adapt entropy_coef toward this mean token entropy (Skywork-OR1's adaptive entropy "
-        "control, selfplay/trainer/entropy_control.py): it rises by entropy_step after a step "
-        "below the target, falls by it after one above, and acts only below; 0: it stays fixed",
-    )
-    entropy_step: float = knob(0.01, "what entropy_coef changes by after each step")
-    propose_weight: float = knob(
-        1.0,
-        "the proposer's rollouts' weight in the policy-gradient term: their advantages are "
-        "multiplied by it in the update (the KL term and the entropy bonus are not, and their "
-        "tokens stay in a token mean's denominator, so the solver's gradient is unchanged; at 0 "
-        "they are skipped as zero-advantage rollouts where neither is on). "
-        "update/propose_share logs the proposer's share after it",
-    )
-    propose_kl_weight: float = knob(
-        1.0,
-        "the proposer's rollouts' weight in the KL term (with kl_coef > 0): their per-token KL "
-        "is multiplied by it in the loss; give it propose_weight's value to scale a proposal's "
-        "whole loss, so that a stronger pull is also held back more. update/kl_ref stays the "
-        "unweighted KL per token (what kl_target aims at)",
-    )
-    micro_batch: int = knob(4, "rollouts per forward/backward pass")
-    share_prompts: bool = knob(
-        True, "run a prompt through the model once for all of its completions (exact)"
-    )
-    mini_batches: int = knob(1, "optimizer steps per pass over a step's rollouts")
-    ppo_epochs: int = knob(1, "passes over a step's rollouts")
-    max_grad_norm: float = knob(1.0, "gradient clipping by global norm")
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = knob(
-        "auto",
-        "mixed precision of the update; auto: bf16 on GPUs that have it, float32 on CPUs; bf16 "
-        "on a CPU without native bfloat16 (AVX512-BF16, AMX) stops the run at start",
-    )
-    gradient_checkpointing: bool = knob(False, "recompute activations to save memory")
-    lora: LoraConfig = section(LoraConfig, "LoRA adapters instead of full fine-tuning")
-
-    def check(self) -> None:
-        positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
-        positive(self, "kl_horizon")
-        if not (math.isfinite(self.propose_weight) and self.propose_weight >= 0):
-            raise ConfigError("trainer.propose_weight must be a finite number >= 0")
-        if not (math.isfinite(self.propose_kl_weight) and self.propose_kl_weight >= 0):
-            raise ConfigError("trainer.propose_kl_weight must be a finite number >= 0")
-        if self.propose_kl_weight != 1.0 and self.kl_coef == 0:
-            raise ConfigError("trainer.propose_kl_weight weighs the KL term: set trainer.kl_coef")
-        if self.kl_coef < 0 or self.kl_target < 0:
-            raise ConfigError("trainer.kl_coef and trainer.kl_target must be >= 0")
-        if self.kl_target > 0 and self.kl_coef == 0:
-            raise ConfigError("trainer.kl_target adapts kl_coef: give it a start above 0")
-        if self.entropy_floor > 0 and self.kl_target == 0:
-            raise ConfigError("trainer.entropy_floor acts through kl_target: set that too")
-        if not all(math.isfinite(v) and v >= 0 for v in (self.entropy_coef, self.entropy_target)):
-            raise ConfigError("trainer.entropy_coef and trainer.entropy_target must be >= 0")
-        if self.entropy_target > 0:
-            positive(self, "entropy_step")
 
 
 #: CRUXEval's prompt formats (`selfplay.eval.cruxeval.PROMPT_FORMATS`; a test keeps them equal)

@@ -33,7 +33,7 @@ not in the recipes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["EntropyControl"]
 
@@ -63,6 +63,17 @@ class EntropyControl:
     def coef(self) -> float:
         """The weight the next update uses."""
         return self.alpha if self.target <= 0 or self.below else 0.0
+
+    def apply(self, trainer):
+        """The `TrainerConfig` of the next update: with this weight."""
+        return replace(trainer, entropy_coef=self.coef)
+
+    def adapt(self, trainer, stats: dict) -> None:
+        """After an update run with `trainer` (`apply`'s): log its weight in `stats` and adapt
+        to the entropy they report. Silent where no bonus is on or adapting."""
+        if trainer.entropy_coef > 0 or self.target > 0:
+            stats["entropy_coef"] = trainer.entropy_coef
+            self.update(stats.get("entropy"))
 
     def update(self, entropy: float | None) -> None:
         """Adapt after an update whose mean token entropy was `entropy` (None: none ran)."""

@@ -26,7 +26,7 @@ with the checkpoints, so a resumed run goes on with it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["KLControl"]
 
@@ -45,6 +45,17 @@ class KLControl:
         """The controller of a `TrainerConfig`, from `coef` (a checkpoint's) or its kl_coef."""
         start = trainer.kl_coef if coef is None else coef
         return cls(start, trainer.kl_target, trainer.kl_horizon, trainer.entropy_floor)
+
+    def apply(self, trainer):
+        """The `TrainerConfig` of the next update: with this coefficient."""
+        return replace(trainer, kl_coef=self.coef)
+
+    def adapt(self, trainer, stats: dict) -> None:
+        """After an update run with `trainer` (`apply`'s): log its coefficient in `stats` and
+        adapt to the KL and entropy they report. Off where no KL term ran."""
+        if trainer.kl_coef > 0:
+            stats["kl_coef"] = trainer.kl_coef
+            self.update(stats.get("kl_ref"), stats.get("entropy"))
 
     def update(self, kl: float | None, entropy: float | None = None) -> None:
         """Adapt after an update whose mean KL per token was `kl` and mean token entropy

@@ -201,11 +201,8 @@ def token_logprobs(
     logp_all = torch.log_softmax(logits, dim=-1)  # (R, keep, V)
     rows = batch.row.unsqueeze(-1).expand_as(batch.source)
     logp = logp_all[rows, batch.source, batch.targets]
-    if entropy_grad and torch.is_grad_enabled():
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = _Entropy.apply(logp_all)[rows, batch.source]
-    else:
-        with torch.no_grad():
-            entropy = -(logp_all.exp() * logp_all).sum(-1)[rows, batch.source]
     return logp, entropy
 
 
