@@ -32,7 +32,6 @@ records, over the whole step.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -43,6 +42,7 @@ from selfplay import distributed, new_work
 from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import derive_seed, sampling
+from selfplay.engine.base import policy_logprobs
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.complexity import brevity, too_simple
@@ -52,6 +52,7 @@ from selfplay.proposer.topics import prompt_topic
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.examples import shown_answer, worked_examples
 from selfplay.solver.layout import answer_regexes
+from selfplay.solver.prompts import draw_layouts
 from selfplay.trainer import lora
 from selfplay.trainer.advantages import AdvantageInputs, compute_advantages
 from selfplay.trainer.repetition import penalties
@@ -83,6 +84,8 @@ _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 # use salt k; the programs that induction proposals write inputs for use 101 + k, and their
 # wider second draw 201 + k (`induction_programs`), so that no two draws share a seed.
 _PROGRAM_SALT = 101
+# Salt of the solver prompts' layouts (`roles.solver_layouts`) among a stage's seeds.
+_LAYOUT_SALT = 401
 
 
 def _seed(run: Run, step: int, stage: int) -> int:
@@ -254,33 +257,39 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
     ]
     attempted, group = [], 0
     for purpose, all_tasks, n, stage in jobs:
-        # one generation call per set of stop strings (math answers end elsewhere): within a
-        # job the tasks of the first task's set come first, each task one group
+        # each prompt's layout (`roles.solver_layouts`), then one generation call per set of
+        # stop strings (math answers end elsewhere): within a job the tasks of the first
+        # task's set come first, each task one group
+        layouts = draw_layouts(
+            cfg.roles, len(all_tasks), derive_seed(cfg.run.seed, step, stage, _LAYOUT_SALT)
+        )
         by_stop: dict[tuple[str, ...], list] = defaultdict(list)
-        for task_id, task in all_tasks:
-            by_stop[solver_stop(cfg.roles, task.type)].append((task_id, task))
+        for (task_id, task), layout in zip(all_tasks, layouts, strict=True):
+            by_stop[solver_stop(cfg.roles, task.type, layout)].append((task_id, task, layout))
         for part, (stop, tasks) in enumerate(by_stop.items()):
             # the first call keeps the stage's seed (a step without math generates as before)
             seed = derive_seed(cfg.run.seed, step, stage, part) if part else _seed(run, step, stage)
             params = sampling(cfg.generation, n=n, seed=seed, stop=stop)
-            params = replace(params, regex=answer_regexes(cfg, [task.type for _, task in tasks]))
+            kinds, shapes = [t.type for _, t, _ in tasks], [layout for *_, layout in tasks]
+            params = replace(params, regex=answer_regexes(cfg, kinds, shapes))
             group = _attempt(run, tasks, purpose, params, attempted, group, step)
     return tuple(attempted)
 
 
 def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int, step: int) -> int:
     """The answers to `tasks` under `params` appended to `attempted`, one group per task from
-    `group` on, each prompt with its worked examples (`roles.worked_examples`); the next
-    group's number."""
+    `group` on, each prompt in its layout with its worked examples (`roles.worked_examples`);
+    the next group's number."""
     roles = run.config.roles
-    shown_tasks = [task for _, task in tasks]
+    shown_tasks = [task for _, task, _ in tasks]
     k, limit = roles.worked_examples, roles.reference_chars
     examples = worked_examples(run.store, shown_tasks, k, step, group, limit, run.judge)
     prompts = [
-        solver_prompt(task, roles, shown) for (_, task), shown in zip(tasks, examples, strict=True)
+        solver_prompt(task, roles, shown, layout)
+        for (_, task, layout), shown in zip(tasks, examples, strict=True)
     ]
     use_role(run, "solve")
-    for (task_id, task), prompt, shown, generation in zip(
+    for (task_id, task, _), prompt, shown, generation in zip(
         tasks,
         prompts,
         examples,
@@ -305,17 +314,6 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int,
             )
         group += 1
     return group
-
-
-def policy_logprobs(completion, params) -> tuple[float, ...]:
-    """The completion's log-probabilities under the policy that sampled it, as far as the
-    engine knows them. Format-constrained generation masks the tokens outside the layout, so
-    the engine's are those of the masked, renormalised distribution (the token the layout
-    forced has log-probability 0, whatever the policy gave it): none are given then (NaN), and
-    the update takes the policy's own (`policy_loss`)."""
-    if params.regex is None:
-        return completion.logprobs
-    return (math.nan,) * len(completion.logprobs)
 
 
 def verify(run: Run, attempted: tuple[Attempted, ...], step: int) -> tuple[Judged, ...]:

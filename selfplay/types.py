@@ -266,7 +266,7 @@ class Rollout:
     prompt_ids: tuple[int, ...]
     completion_ids: tuple[int, ...]
     # of each completion token under the policy that sampled it; NaN where unknown (a
-    # format-constrained sample: see `stages.policy_logprobs`)
+    # format-constrained sample: see `engine.base.policy_logprobs`)
     logprobs: tuple[float, ...]
     reward: float
     advantage: float = 0.0

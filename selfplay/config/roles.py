@@ -41,6 +41,14 @@ class RolesConfig(Checked):
         "shown answer is a wrong answer; shown without reasoning, also when `think` is on "
         "(selfplay/solver/examples.py); 0: none",
     )
+    solver_layouts: tuple[Literal["answer", "assert"], ...] = knob(
+        ("answer",),
+        "layouts of the deduction/abduction tasks the solver answers in a run, one drawn per "
+        "prompt: answer, the value in an <answer> block (the reply begun for it under "
+        "`prefill`); assert, complete `assert f(x) == ??` (or `f(??)`) and write the whole "
+        "assertion, the reply never begun, worked examples shown as completed assertions "
+        "(selfplay/solver/prompts.py). Evaluation asks in the answer layout",
+    )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(
         False,
@@ -54,5 +62,7 @@ class RolesConfig(Checked):
             raise ConfigError("roles.min_statements must be >= 0")
         if self.worked_examples < 0:
             raise ConfigError("roles.worked_examples must be >= 0")
+        if not self.solver_layouts or len(set(self.solver_layouts)) < len(self.solver_layouts):
+            raise ConfigError("roles.solver_layouts: one or more of answer, assert, each once")
         if self.induction_visible >= self.induction_inputs:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")

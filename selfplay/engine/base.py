@@ -19,6 +19,7 @@ and has special tokens removed.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
@@ -32,6 +33,7 @@ __all__ = [
     "Engine",
     "chat",
     "derive_seed",
+    "policy_logprobs",
 ]
 
 
@@ -148,3 +150,14 @@ class Engine(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def policy_logprobs(completion: Completion, params: SamplingParams) -> tuple[float, ...]:
+    """The completion's log-probabilities under the policy that sampled it, as far as the
+    engine knows them. Format-constrained generation masks the tokens outside the layout, so
+    the engine's are those of the masked, renormalised distribution (the token the layout
+    forced has log-probability 0, whatever the policy gave it): none are given then (NaN), and
+    the update takes the policy's own (`trainer.loss.policy_loss`)."""
+    if params.regex is None:
+        return completion.logprobs
+    return (math.nan,) * len(completion.logprobs)

@@ -10,6 +10,7 @@ abduction   one line of arguments, literals only (as the prompt asks), so the li
             like one
 induction   one python block of definitions, among them `def f(`
 math        an answer section that holds a closed `\\boxed{...}`
+assert      (the `assert` layout of deduction and abduction) one line, `assert f(...) == ...`
 
 A small model that knows the value but not the notation (SmolLM2-135M answered `f('Hello
 World')` with `Hello World`, unquoted, so never right) is kept to the notation; what it writes
@@ -31,6 +32,9 @@ from selfplay.types import TaskType
 
 __all__ = ["answer_regex", "answer_regexes"]
 
+# The `assert` layout's answer: the completed assertion, one line.
+_ASSERTION = r"assert f\([^\n]*\) == [^\n]+\n"
+
 # A quoted string, bytes and raw ones included, with escapes; nothing may follow it on its line.
 _STRING = r"""(?:[rR][bB]?|[bB][rR]?)?(?:'(?:[^'\\\n]|\\[^\n])*'|"(?:[^"\\\n]|\\[^\n])*")"""
 # How a literal that is not a string begins (infinities and NaN as the executor writes them).
@@ -42,11 +46,19 @@ _ARGUMENTS = rf"[ \t]*(?:{_STRING}|{_LITERAL_HEAD})[^\n]*\n"
 
 
 def answer_regex(
-    task_type: TaskType, roles: RolesConfig | None = None, think_chars: int = THINK_CHARS_MOST
+    task_type: TaskType,
+    roles: RolesConfig | None = None,
+    think_chars: int = THINK_CHARS_MOST,
+    layout: str = "answer",
 ) -> str:
-    """What the solver writes for a task of `task_type` as its prompt asks (see the module)."""
+    """What the solver writes for a task of `task_type` in `layout` as its prompt asks (see
+    the module)."""
     roles = roles or RolesConfig()
     think = rf"[^<]{{0,{think_chars}}}</think>\n"
+    if layout == "assert" and task_type in ("deduction", "abduction"):
+        if not roles.think:
+            return _ASSERTION
+        return (think if roles.prefill else rf"<think>\n{think}") + _ASSERTION
     if task_type == "math":  # the math prompt begins no reply
         head = rf"<think>\n{think}" if roles.think else ""
         box = r"\\boxed\{(?:[^{}<]|\{[^{}<]*\})+\}"  # closed, not empty, braces one deep
@@ -64,11 +76,18 @@ def answer_regex(
     return (rf"<think>\n{think}" if roles.think else "") + block + rest
 
 
-def answer_regexes(config, task_types: Sequence[TaskType]) -> tuple[str, ...] | None:
-    """One layout per solver prompt (of the given task types, in order) when the config asks
-    for constrained answers (`generation.constrained_answers`); else None. Thinking may take
-    about half of the completion's tokens."""
+def answer_regexes(
+    config, task_types: Sequence[TaskType], layouts: Sequence[str] | None = None
+) -> tuple[str, ...] | None:
+    """One expression per solver prompt (of the given task types, in order, in `layouts`,
+    else the answer layout) when the config asks for constrained answers
+    (`generation.constrained_answers`); else None. Thinking may take about half of the
+    completion's tokens."""
     if not config.generation.constrained_answers:
         return None
     think = think_limit(config.generation.max_new_tokens)
-    return tuple(answer_regex(t, config.roles, think) for t in task_types)
+    layouts = layouts or ("answer",) * len(task_types)
+    return tuple(
+        answer_regex(t, config.roles, think, layout)
+        for t, layout in zip(task_types, layouts, strict=True)
+    )

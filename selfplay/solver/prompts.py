@@ -6,6 +6,7 @@ function to complete (HumanEval) or to write from a description and its tests (M
 from __future__ import annotations
 
 import ast
+import random
 from collections.abc import Sequence
 
 from selfplay.config import RolesConfig
@@ -17,8 +18,10 @@ from selfplay.solver.examples import shown_answer
 from selfplay.types import Task
 
 __all__ = [
+    "LAYOUTS",
     "solver_prompt",
     "solver_stop",
+    "draw_layouts",
     "reply",
     "math_prompt",
     "humaneval_prompt",
@@ -27,15 +30,26 @@ __all__ = [
 
 MATH_SYSTEM = "You are a careful mathematician who solves problems step by step."
 
+#: How a deduction or abduction task can be asked (`roles.solver_layouts`): `answer`, the
+#: value alone in the answer section's code block; `assert`, the task as an assertion with
+#: `??` in place of the answer, written back whole. Other task types have one layout.
+LAYOUTS = ("answer", "assert")
+
 
 def solver_prompt(
-    task: Task, roles: RolesConfig | None = None, examples: Sequence[Task] = ()
+    task: Task,
+    roles: RolesConfig | None = None,
+    examples: Sequence[Task] = (),
+    layout: str = "answer",
 ) -> Chat:
-    """The solver's prompt for `task`; `examples` (deduction and abduction: tasks of its type,
-    `solver.examples.worked_examples`) are shown first, each solved in the answer's layout."""
+    """The solver's prompt for `task` in `layout` (deduction and abduction; see `LAYOUTS`);
+    `examples` (tasks of its type, `solver.examples.worked_examples`) are shown first, each
+    solved in the layout."""
     roles = roles or RolesConfig()
     if task.type == "math":
         return math_prompt(task.message, roles)
+    if layout == "assert" and task.type in _QUESTIONS:
+        return _assert_prompt(task, roles, examples)
     build = {"deduction": _deduction, "abduction": _abduction, "induction": _induction}
     begun = ""
     if roles.prefill:
@@ -59,17 +73,33 @@ def answer_opening(task_type: str) -> str:
 CLOSING_FENCE = "\n```"
 
 
-def solver_stop(roles: RolesConfig | None = None, task_type: str = "deduction") -> tuple[str, ...]:
-    """Where the solver's generation of a `task_type` answer ends: at `</answer>`, and, when
-    the reply begins inside the answer's code block (`roles.prefill` without thinking; not for
-    math, whose prompt begins no reply and whose answer may hold code blocks), at the block's
-    closing fence, since nothing after it is read. A model that does not close its answer
-    section must not spend tokens, or be trained, on what it writes there: the coder model,
-    after 16 steps of self-play, wrote its answer and then the fence again until the token
-    limit, every answer 256 tokens long, each one reinforced with its answer's reward."""
+def solver_stop(
+    roles: RolesConfig | None = None, task_type: str = "deduction", layout: str = "answer"
+) -> tuple[str, ...]:
+    """Where the solver's generation of a `task_type` answer in `layout` ends: at `</answer>`,
+    and, when the reply begins inside the answer's code block (`roles.prefill` without
+    thinking; not for math, whose prompt begins no reply and whose answer may hold code
+    blocks), at the block's closing fence, since nothing after it is read; an assertion (the
+    `assert` layout) without thinking, at the first closing fence too. A model that does not
+    close its answer section must not spend tokens, or be trained, on what it writes there:
+    the coder model, after 16 steps of self-play, wrote its answer and then the fence again
+    until the token limit, every answer 256 tokens long, each one reinforced with its
+    answer's reward."""
     roles = roles or RolesConfig()
+    if layout == "assert" and task_type in _QUESTIONS:
+        return ANSWER_STOP if roles.think else (*ANSWER_STOP, CLOSING_FENCE)
     inside_block = roles.prefill and not roles.think and task_type != "math"
     return (*ANSWER_STOP, CLOSING_FENCE) if inside_block else ANSWER_STOP
+
+
+def draw_layouts(roles: RolesConfig, count: int, seed: int) -> tuple[str, ...]:
+    """A layout for each of `count` prompts from `roles.solver_layouts`, drawn with `seed`;
+    with one layout, that one, without a draw."""
+    layouts = roles.solver_layouts
+    if len(layouts) == 1:
+        return layouts * count
+    rng = random.Random(seed)
+    return tuple(rng.choice(layouts) for _ in range(count))
 
 
 def reply(prompt: Chat, text: str) -> str:
@@ -96,6 +126,53 @@ def _with_examples(text: str, task_type: str, examples: Sequence[Task]) -> str:
     ]
     intro = "Solved examples of this kind of task, each with its own function and values:"
     return "\n\n".join([intro, *shown, "Now your task.", text])
+
+
+def _assertion(task: Task, answer: str) -> str:
+    """The task's assertion with `answer` in the answer's place (`??`: the question)."""
+    if task.type == "deduction":
+        return f"assert f({task.input}) == {answer}"
+    return f"assert f({answer}) == {task.output}"
+
+
+# The `assert` layout: what `??` stands for, and what replaces it.
+_BLANKS = {
+    "deduction": (
+        "what the call returns",
+        "the value the call returns, written as a Python literal; work it out without running "
+        "code",
+    ),
+    "abduction": (
+        "the call's arguments",
+        "arguments for which it holds, in the order of `f`'s parameters, literals only "
+        f"({LITERALS})",
+    ),
+}
+
+
+def _assert_prompt(task: Task, roles: RolesConfig, examples: Sequence[Task]) -> Chat:
+    """The task as an assertion to complete, written back whole; the worked examples as
+    completed assertions. The reply is never begun for the model (but for `<think>`), so that
+    it learns how to begin one; its answer is read from the assertion (`parse_answer`)."""
+    blank, fill = _BLANKS[task.type]
+    code = f"```python\n{task.program.strip()}\n{_assertion(task, '??')}\n```"
+    lead = "First think it through inside <think> </think>, then write" if roles.think else "Write"
+    text = "\n\n".join(
+        [
+            f"Here is a Python function and an assertion about one call of it, with `??` in "
+            f"place of {blank}:\n{code}",
+            f"Complete the assertion: replace `??` with {fill}.",
+            f"{lead} the completed assertion alone, on one line.",
+        ]
+    )
+    if examples:
+        shown = [
+            f"Example {n}.\n```python\n{e.program.strip()}\n{_assertion(e, shown_answer(e))}\n```"
+            for n, e in enumerate(examples, 1)
+        ]
+        intro = "Completed assertions of this kind, each about its own function:"
+        text = "\n\n".join([intro, *shown, "Now yours.", text])
+    return chat(text, SYSTEM, "<think>\n" if roles.prefill and roles.think else "")
 
 
 def _program(task: Task) -> str:

@@ -129,7 +129,7 @@ def test_gradient_points_towards_positive_advantage():
 
 
 def test_an_unknown_sampling_logprob_gives_the_plain_policy_gradient():
-    """A format-constrained token (NaN old log-probability, see `stages.policy_logprobs`): the
+    """A format-constrained token (NaN old log-probability, see `engine.base.policy_logprobs`): the
     engine's 0.0 (the layout forced it) would make the ratio 0.05 and clip a negative
     advantage's gradient away; NaN makes it 1, with the gradient of -A * logp."""
     for advantage in (1.0, -1.0):
