@@ -103,6 +103,9 @@ def project_prompts() -> Iterator[tuple[str, Chat]]:
         for kind, example in EXAMPLES.items():
             shown = solver_prompt(TASKS[kind], roles, [example])
             yield f"solver/{kind}/examples/{think}", shown
+            yield f"solver/{kind}/assert/{think}", solver_prompt(TASKS[kind], roles, (), "assert")
+            shown = solver_prompt(TASKS[kind], roles, [example], "assert")
+            yield f"solver/{kind}/assert-examples/{think}", shown
         yield f"eval/math/{think}", math_prompt("zq-problem: 3 * 4?", roles)
         yield f"eval/humaneval/{think}", humaneval_prompt(PROGRAM, roles)
         yield f"eval/mbpp/{think}", mbpp_prompt("zq-message repeats", [INPUT], roles)

@@ -28,7 +28,10 @@ also give `example_share`: the share of answers that are the prompt's worked exa
 base coder: 37 and 68 of 800), so that an in-run evaluation shows the drift by its step. In
 every format they give `wrong_type_share`: the share of answers that are wrong and not even of
 the gold's type (`answer_types`; the base coder in the published format: 54 and 414 of 800),
-where that drift shows first.
+where that drift shows first. In a published format they also give `restart_share`: the share
+of replies that begin a new `[PYTHON]` block, writing the prompt's few-shot document over again
+instead of an answer (`cruxeval_formats.restarts`); what such a reply answers is what follows
+the first `==` it writes, most often the first example's `17`. Each record keeps the reply.
 """
 
 from __future__ import annotations
@@ -179,6 +182,7 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
             "correct": sample.verdict.ok,
             "reason": sample.verdict.reason,
             "failure": harness.failure(sample.answer, sample.verdict),
+            "reply": sample.reply,
         }
 
     def prompt(problem: Problem):
@@ -202,6 +206,8 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
     share = example_share(rows, prompt_format)
     if share is not None:
         metrics[f"{name}/example_share"] = share
+        restarts = sum(cruxeval_formats.restarts(r["reply"]) for r in rows)
+        metrics[f"{name}/restart_share"] = restarts / len(rows)
     if rows:
         metrics[f"{name}/wrong_type_share"] = sum(wrong_type(r) is True for r in rows) / len(rows)
     return metrics, rows

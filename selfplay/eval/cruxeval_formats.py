@@ -31,6 +31,7 @@ __all__ = [
     "SYSTEM",
     "EXAMPLE_ANSWERS",
     "copies_example",
+    "restarts",
     "published_prompt",
     "published_answer",
 ]
@@ -126,6 +127,14 @@ def copies_example(answer: str, kind: str, style: Style) -> bool:
     line, stripped (a model that runs on past the answer writes the prompt's tags after it)."""
     first = answer.strip().split("\n")[0].strip()
     return first in EXAMPLE_ANSWERS[(kind, style)]
+
+
+def restarts(reply: str) -> bool:
+    """Whether a reply begins a new `[PYTHON]` block: it writes the prompt's few-shot document
+    over again, from an example on, instead of answering the last one. The trained coder's
+    replies did this on 110 of the first 200 CRUXEval-O problems after 10 steps of self-play
+    (base model: 9), and what the extraction reads from them is the first example's answer."""
+    return reply.lstrip().startswith("[PYTHON]")
 
 
 def published_prompt(kind: str, style: Style, code: str, input: str, output: str) -> Chat:

@@ -56,6 +56,7 @@ class Sample:
     index: int
     answer: str | None
     verdict: Verdict
+    reply: str = ""  # the completion's text, as the model wrote it
 
 
 def failure(answer: str | None, verdict: Verdict) -> str | None:
@@ -111,25 +112,28 @@ def evaluate(
             (task(p), [a for a in given if isinstance(a, str)])
             for p, given in zip(part, answers, strict=True)
         ]
-        return list(zip(answers, judge.judge(items), strict=True))
+        replies = [[c.text for c in g.completions] for g in generations]
+        return list(zip(answers, judge.judge(items), replies, strict=True))
 
     answered = sharded.answer(answer, problems)  # every share's, in problem order
     samples = [
-        _samples(p, given, verdicts)
-        for p, (given, verdicts) in zip(problems, answered, strict=True)
+        _samples(p, given, verdicts, replies)
+        for p, (given, verdicts, replies) in zip(problems, answered, strict=True)
     ]
     counts = [(len(own), sum(s.verdict.ok for s in own)) for own in samples]
     row = row or (lambda s: sample_record(name, s))
     return pass_at_k_metrics(name, counts, ks), [row(s) for own in samples for s in own]
 
 
-def _samples(problem, answers: list, verdicts: Sequence[Verdict]) -> list[Sample]:
+def _samples(
+    problem, answers: list, verdicts: Sequence[Verdict], replies: Sequence[str]
+) -> list[Sample]:
     """A problem's samples: the judge's verdicts in order, a parse failure's where none was
     read."""
     judged = iter(verdicts)
     return [
-        Sample(problem, i, a, next(judged))
+        Sample(problem, i, a, next(judged), text)
         if isinstance(a, str)
-        else Sample(problem, i, None, Verdict(False, a.reason, detail=a.detail))
-        for i, a in enumerate(answers)
+        else Sample(problem, i, None, Verdict(False, a.reason, detail=a.detail), text)
+        for i, (a, text) in enumerate(zip(answers, replies, strict=True))
     ]

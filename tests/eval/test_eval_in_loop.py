@@ -49,6 +49,8 @@ def test_each_benchmark_is_scored_by_its_judge_and_logged_per_step(tmp_path):
         "eval/cruxeval_i/pass@1": 1.0,
         "eval/cruxeval_o/example_share": 0.0,  # the published format's drift to its example
         "eval/cruxeval_i/example_share": 0.0,
+        "eval/cruxeval_o/restart_share": 0.0,  # replies that write the examples over again
+        "eval/cruxeval_i/restart_share": 0.0,
         "eval/cruxeval_o/wrong_type_share": 0.5,  # 'no' where a dict is wanted
         "eval/cruxeval_i/wrong_type_share": 0.0,
         "eval/gsm8k/pass@1": 0.5,
@@ -89,6 +91,8 @@ def test_cruxeval_in_the_solvers_format_beside_the_published_one(tmp_path, execu
         "eval/cruxeval_i/pass@1": 1.0,
         "eval/cruxeval_o/example_share": 0.0,
         "eval/cruxeval_i/example_share": 0.0,  # the solver's own format shows no example
+        "eval/cruxeval_o/restart_share": 0.0,
+        "eval/cruxeval_i/restart_share": 0.0,
         "eval/cruxeval_o/wrong_type_share": 0.0,
         "eval/cruxeval_i/wrong_type_share": 0.0,
         "eval/cruxeval_o_selfplay/pass@1": 1.0,
