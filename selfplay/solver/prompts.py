@@ -139,8 +139,7 @@ def _assertion(task: Task, answer: str) -> str:
 _BLANKS = {
     "deduction": (
         "what the call returns",
-        "the value the call returns, written as a Python literal; work it out without running "
-        "code",
+        "the value the call returns, written as a Python literal; work it out without running code",
     ),
     "abduction": (
         "the call's arguments",
