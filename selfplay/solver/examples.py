@@ -9,7 +9,12 @@ same type solved with their verified answers, answers that are never the task's 
 copy of a shown answer a wrong answer the update learns from, with values that change from
 prompt to prompt, so that no one value can be learnt instead. Measured, it does not carry
 over to the published layout: on one of two seeds the solver stopped copying shown answers in
-training and still answered 318 CRUXEval-O problems with `17` (docs/results.md).
+training and still answered 318 CRUXEval-O problems with `17` (docs/results.md). Those replies
+do not copy the example's value: they write the published prompt's few-shot document over
+again from its first example (`[PYTHON]`, `def f(n): return n`, `assert f(17) == 17`), whose
+answer the extraction then reads (`eval.cruxeval_formats.restarts`); the solver's `assert`
+layout (`roles.solver_layouts`) asks for a reply the prompt does not begin, so that such a
+restart is a wrong answer in training too.
 
 The examples are the store's references for the task's type (frontier tasks, no two near
 duplicates; `TaskStore.references`), drawn with the step's seed and a salt of their own, less
