@@ -260,9 +260,8 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
         # each prompt's layout (`roles.solver_layouts`), then one generation call per set of
         # stop strings (math answers end elsewhere): within a job the tasks of the first
         # task's set come first, each task one group
-        layouts = draw_layouts(
-            cfg.roles, len(all_tasks), derive_seed(cfg.run.seed, step, stage, _LAYOUT_SALT)
-        )
+        seed = derive_seed(cfg.run.seed, step, stage, _LAYOUT_SALT)
+        layouts = draw_layouts(cfg.roles, purpose, len(all_tasks), seed)
         by_stop: dict[tuple[str, ...], list] = defaultdict(list)
         for (task_id, task), layout in zip(all_tasks, layouts, strict=True):
             by_stop[solver_stop(cfg.roles, task.type, layout)].append((task_id, task, layout))
@@ -270,8 +269,8 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
             # the first call keeps the stage's seed (a step without math generates as before)
             seed = derive_seed(cfg.run.seed, step, stage, part) if part else _seed(run, step, stage)
             params = sampling(cfg.generation, n=n, seed=seed, stop=stop)
-            kinds, shapes = [t.type for _, t, _ in tasks], [layout for *_, layout in tasks]
-            params = replace(params, regex=answer_regexes(cfg, kinds, shapes))
+            kinds, asked_in = [t.type for _, t, _ in tasks], [layout for *_, layout in tasks]
+            params = replace(params, regex=answer_regexes(cfg, kinds, asked_in))
             group = _attempt(run, tasks, purpose, params, attempted, group, step)
     return tuple(attempted)
 
@@ -289,7 +288,7 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int,
         for (_, task, layout), shown in zip(tasks, examples, strict=True)
     ]
     use_role(run, "solve")
-    for (task_id, task, _), prompt, shown, generation in zip(
+    for (task_id, task, layout), prompt, shown, generation in zip(
         tasks,
         prompts,
         examples,
@@ -310,6 +309,7 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int,
                     parsed,
                     c.finish_reason,
                     tuple(shown_answer(example) for example in shown),
+                    layout,
                 )
             )
         group += 1
@@ -440,7 +440,9 @@ def _solver_rollout(run: Run, judged: Judged, group_offset: int) -> Rollout:
     r = role_reward(RoleResult("solve", judged.outcome), run.config)
     group = group_offset + a.group
     return Rollout(
-        "solve", a.task.type, group, a.prompt_ids, a.completion_ids, a.logprobs, r, shown=a.shown
+        *("solve", a.task.type, group, a.prompt_ids, a.completion_ids, a.logprobs, r),
+        shown=a.shown,
+        layout=a.layout,
     )
 
 

@@ -97,6 +97,11 @@ def step_metrics(
         m[f"propose/rejected/{reason}"] = float(count)
     m["solve/accuracy"] = _rate(trained, lambda j: j.outcome == "correct")
     m["solve/parse_rate"] = _rate(trained, lambda j: j.outcome != "malformed")
+    layouts = run.config.roles.solver_layouts
+    for layout in layouts if len(layouts) > 1 else ():  # each of several apart
+        mine = [j for j in trained if j.attempted.layout == layout]
+        m[f"solve/layout/{layout}/accuracy"] = _rate(mine, lambda j: j.outcome == "correct")
+        m[f"solve/layout/{layout}/parse_rate"] = _rate(mine, lambda j: j.outcome != "malformed")
     # answers that copy a worked example's answer (`roles.worked_examples`): what the
     # examples are there to unlearn
     shown = [j for j in trained if j.attempted.shown and j.outcome != "malformed"]

@@ -238,6 +238,7 @@ class Attempted:
     parsed: Answer | ParseFailure
     finish_reason: str = "stop"  # its completion's (`engine.Completion`); length: cut at the limit
     shown: tuple[str, ...] = ()  # the answers of the worked examples its prompt showed
+    layout: str = "answer"  # its prompt's layout (`roles.solver_layouts`)
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ class Rollout:
     reward: float
     advantage: float = 0.0
     shown: tuple[str, ...] = ()  # a solver rollout's worked examples' answers (`Attempted.shown`)
+    layout: str = ""  # a solver rollout's prompt layout (`Attempted.layout`)
 
     def __post_init__(self) -> None:
         if len(self.completion_ids) != len(self.logprobs):

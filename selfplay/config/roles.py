@@ -47,7 +47,8 @@ class RolesConfig(Checked):
         "prompt: answer, the value in an <answer> block (the reply begun for it under "
         "`prefill`); assert, complete `assert f(x) == ??` (or `f(??)`) and write the whole "
         "assertion, the reply never begun, worked examples shown as completed assertions "
-        "(selfplay/solver/prompts.py). Evaluation asks in the answer layout",
+        "(selfplay/solver/prompts.py). A new task's solve rate is asked in the first; "
+        "evaluation asks in the answer layout",
     )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(

@@ -99,9 +99,9 @@ def evaluate(
     params = replace(params, stop=params.stop or ANSWER_STOP)
     shares = sharded.current().shares
 
-    def answer(part: list, k: int) -> list[tuple[list, list[Verdict]]]:
-        """(answers read, verdicts) of each problem of share k: generated, read and judged by
-        this rank."""
+    def answer(part: list, k: int) -> list[tuple[list, list[Verdict], list[str]]]:
+        """(answers read, verdicts, replies) of each problem of share k: generated, read and
+        judged by this rank; the replies go to every rank with the rest."""
         own = replace(params, seed=share_seed(params.seed, k, shares))
         with console.doing(f"eval {name}"):
             generations = engine.generate([prompt(p) for p in part], own)
@@ -128,8 +128,8 @@ def evaluate(
 def _samples(
     problem, answers: list, verdicts: Sequence[Verdict], replies: Sequence[str]
 ) -> list[Sample]:
-    """A problem's samples: the judge's verdicts in order, a parse failure's where none was
-    read."""
+    """A problem's samples, each with its reply: the judge's verdicts in order, a parse
+    failure's where none was read."""
     judged = iter(verdicts)
     return [
         Sample(problem, i, a, next(judged), text)

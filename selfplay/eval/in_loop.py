@@ -16,7 +16,8 @@ default (its subsets `cruxeval_o`, `cruxeval_i`), the solver's own beside it whe
 
 Metrics are `eval/<name>/pass@1` (`eval/cruxeval_o/pass@1`, `eval/cruxeval_i/pass@1`,
 `eval/generated_deduction/pass@1`, `eval/gsm8k/pass@1`, ...), and for CRUXEval the shares of
-answers that copy the published prompt's example (`example_share`) and that are wrong and not
+answers that copy the published prompt's example (`example_share`), of replies that write its
+few-shot document over again (`restart_share`) and of answers that are wrong and not
 of the gold's type (`wrong_type_share`, `answer_types.py`); per-sample results go to
 `eval/<benchmark>-step<N>.jsonl` in the run folder. A benchmark whose data is missing stops the
 run at its first evaluation, saying which file.

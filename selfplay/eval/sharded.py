@@ -3,11 +3,11 @@
 Inside `across(ranks)`, every `harness.evaluate` cuts its problems into `ranks.shares` strided
 shares (problem i in share i % shares, as `Ranks.map` cuts a step's prompts), and each rank
 generates, reads and judges the answers of the shares it owns, with its own engine and judge.
-The answers and verdicts are then gathered, in problem order, on every rank, and the scores and
-records are made from them as in one process: the same records in the same order, the same
-pass@k. Greedy answers do not depend on the split; sampled ones (n > 1, a seed) are drawn with
-one seed per share (`share_seed`), as a step's are, so they are reproducible for a given number
-of shares.
+The answers, verdicts and replies are then gathered, in problem order, on every rank, and the
+scores and records are made from them as in one process: the same records in the same order,
+the same pass@k. Greedy answers do not depend on the split; sampled ones (n > 1, a seed) are
+drawn with one seed per share (`share_seed`), as a step's are, so they are reproducible for a
+given number of shares.
 
 A rank waits in a gather only for the other ranks to finish their share of the same subset,
 never for a whole evaluation (before, rank 0 evaluated alone while the others waited in the

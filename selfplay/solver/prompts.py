@@ -46,6 +46,7 @@ def solver_prompt(
     `examples` (tasks of its type, `solver.examples.worked_examples`) are shown first, each
     solved in the layout."""
     roles = roles or RolesConfig()
+    _check(layout)
     if task.type == "math":
         return math_prompt(task.message, roles)
     if layout == "assert" and task.type in _QUESTIONS:
@@ -71,6 +72,9 @@ def answer_opening(task_type: str) -> str:
 
 # The line that closes the answer's code block.
 CLOSING_FENCE = "\n```"
+# A code block's closing fence on a line of its own, the line ended: unlike `CLOSING_FENCE`,
+# never the opening fence of a block that follows a line of text (`...:\n```python`).
+CLOSED_BLOCK = "\n```\n"
 
 
 def solver_stop(
@@ -80,26 +84,35 @@ def solver_stop(
     and, when the reply begins inside the answer's code block (`roles.prefill` without
     thinking; not for math, whose prompt begins no reply and whose answer may hold code
     blocks), at the block's closing fence, since nothing after it is read; an assertion (the
-    `assert` layout) without thinking, at the first closing fence too. A model that does not
+    `assert` layout) without thinking, at the end of a code block's last line (`CLOSED_BLOCK`);
+    with thinking, whose code blocks would end it too, at the end of the sequence or the token
+    limit (constrained answers end it at the assertion's line). A model that does not
     close its answer section must not spend tokens, or be trained, on what it writes there:
     the coder model, after 16 steps of self-play, wrote its answer and then the fence again
     until the token limit, every answer 256 tokens long, each one reinforced with its
     answer's reward."""
     roles = roles or RolesConfig()
+    _check(layout)
     if layout == "assert" and task_type in _QUESTIONS:
-        return ANSWER_STOP if roles.think else (*ANSWER_STOP, CLOSING_FENCE)
+        return ANSWER_STOP if roles.think else (*ANSWER_STOP, CLOSED_BLOCK)
     inside_block = roles.prefill and not roles.think and task_type != "math"
     return (*ANSWER_STOP, CLOSING_FENCE) if inside_block else ANSWER_STOP
 
 
-def draw_layouts(roles: RolesConfig, count: int, seed: int) -> tuple[str, ...]:
-    """A layout for each of `count` prompts from `roles.solver_layouts`, drawn with `seed`;
-    with one layout, that one, without a draw."""
+def draw_layouts(roles: RolesConfig, purpose: str, count: int, seed: int) -> tuple[str, ...]:
+    """A layout for each of `count` prompts of `purpose` from `roles.solver_layouts`: for
+    training, drawn with `seed` (with one layout, that one, without a draw); for a new task's
+    solve rate (`estimate`), the first, so that every new task is measured alike."""
     layouts = roles.solver_layouts
-    if len(layouts) == 1:
-        return layouts * count
+    if len(layouts) == 1 or purpose == "estimate":
+        return layouts[:1] * count
     rng = random.Random(seed)
     return tuple(rng.choice(layouts) for _ in range(count))
+
+
+def _check(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"solver layout {layout!r}: choose from {', '.join(LAYOUTS)}")
 
 
 def reply(prompt: Chat, text: str) -> str:

@@ -75,7 +75,8 @@ class SampleLog:
     `step`, `role`, `type` (task type), `group` (the prompt it was sampled from), `tokens`,
     `reward`, `advantage` and the completion's `text`, so that what the model wrote, and what
     it was rewarded for, can be read back (`run.log_samples`); a solver rollout whose prompt
-    showed worked examples (`roles.worked_examples`) also has their answers as `shown`. Like
+    showed worked examples (`roles.worked_examples`) also has their answers as `shown`, and
+    every solver rollout its prompt's `layout` (`roles.solver_layouts`). Like
     the metrics, lines of steps lost to an interruption are dropped when the run resumes."""
 
     def __init__(self, run_dir: Path, tokenizer, resume_step: int = 0):
@@ -101,6 +102,8 @@ class SampleLog:
         }
         if r.shown:
             record["shown"] = list(r.shown)
+        if r.layout:
+            record["layout"] = r.layout
         return record
 
 

@@ -208,6 +208,8 @@ def test_published_format_end_to_end(executor):
     problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"), limit=2)
     outputs = [[f"[ANSWER]\nassert f({p.input_text}) == {p.output_text}"] for p in problems]
     inputs = [[f"[ANSWER]\nassert f({p.input_text}) == {p.output_text}"] for p in problems]
+    # an answer that copies the example's value without writing the document over again
+    inputs[1] = [f'[ANSWER]\nassert f(["mq", "px", "zy"]) == {problems[1].output_text}']
     # a reply that writes the prompt's document over again, from its first example
     outputs[1] = ["[PYTHON]\ndef f(n):\n    return n\nassert f(17) == 17\n[/PYTHON]\n"]
     engine = RecordingEngine([outputs, inputs])
@@ -215,13 +217,14 @@ def test_published_format_end_to_end(executor):
     metrics, items = evaluate(
         engine, Judge(executor), problems, None, params, prompt_format="direct"
     )
-    assert metrics["cruxeval_o/pass@1"] == 0.5 and metrics["cruxeval_i/pass@1"] == 1.0
-    assert metrics["cruxeval_o/example_share"] == 0.5 and metrics["cruxeval_i/example_share"] == 0
+    assert metrics["cruxeval_o/pass@1"] == 0.5 and metrics["cruxeval_i/pass@1"] == 0.5
+    assert metrics["cruxeval_o/example_share"] == 0.5
+    assert metrics["cruxeval_i/example_share"] == 0.5
     # `17` where problem 1 returns a dict: wrong, and not even of the output's type
     assert metrics["cruxeval_o/wrong_type_share"] == 0.5
     assert metrics["cruxeval_o/restart_share"] == 0.5 and metrics["cruxeval_i/restart_share"] == 0
     assert [row["reply"] for row in items[:2]] == [outputs[0][0], outputs[1][0]]
-    assert metrics["cruxeval_i/wrong_type_share"] == 0
+    assert metrics["cruxeval_i/wrong_type_share"] == 0.5  # a list where a str goes
     assert engine.params[0].stop == ("[/ANSWER]",)
     assert engine.prompts[0][0][1].content.endswith("[ANSWER]\n")
     assert f"assert f(??) == {problems[0].output_text}" in engine.prompts[1][0][1].content
