@@ -6,7 +6,9 @@ For every evaluation folder under the given one (`selfplay eval cruxeval --out`,
 direct format: subsets `cruxeval_o` and `cruxeval_i`; a record per sample, so with several
 samples per problem the counts are that many times larger), per subset: the answers that are a
 worked example's (`17` on CRUXEval-O, `["mq", "px", "zy"]` on CRUXEval-I:
-`selfplay.eval.cruxeval.row_copies_example`; over all items) and the non-trivial items right.
+`selfplay.eval.cruxeval.row_copies_example`; over all items), the replies among them that write
+the prompt's few-shot document over again from its first example (`row_restarts`; from records
+without the reply a lower bound, CRUXEval-O only) and the non-trivial items right.
 A folder named `base` is the baseline and is left out of the correlation. The summary, per
 subset: Spearman's rank correlation of the two counts over the other folders (ties get their
 mean rank), and the range of non-trivial items right over the folders with at most `--at-most`
@@ -27,15 +29,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from selfplay.eval.cruxeval import row_copies_example  # noqa: E402
+from selfplay.eval.cruxeval import row_copies_example, row_restarts  # noqa: E402
 from selfplay.files import BadLine, read_jsonl  # noqa: E402
 
 SUBSETS = ("cruxeval_o", "cruxeval_i")
 
 
 def counts(folder: Path) -> dict[str, dict[str, int]]:
-    """Per published-format subset: items, non-trivial items, those right, answers copying."""
-    out = {s: {"items": 0, "non_trivial": 0, "non_trivial_right": 0, "copies": 0} for s in SUBSETS}
+    """Per published-format subset: items, non-trivial items, those right, answers copying,
+    replies restarting the prompt's document."""
+    fields = ("items", "non_trivial", "non_trivial_right", "copies", "restarts")
+    out = {s: dict.fromkeys(fields, 0) for s in SUBSETS}
     for number, row in read_jsonl(folder / "samples.jsonl"):
         if isinstance(row, BadLine):
             raise SystemExit(f"{folder}/samples.jsonl line {number}: {row.error}")
@@ -44,6 +48,7 @@ def counts(folder: Path) -> dict[str, dict[str, int]]:
             continue
         tally["items"] += 1
         tally["copies"] += bool(row_copies_example(row))
+        tally["restarts"] += bool(row_restarts(row))
         if not row.get("trivial"):
             tally["non_trivial"] += 1
             tally["non_trivial_right"] += bool(row.get("correct"))

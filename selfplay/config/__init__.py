@@ -314,7 +314,7 @@ LogLevel = Literal["", "DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 #: CRUXEval's prompt formats (`selfplay.eval.cruxeval.PROMPT_FORMATS`; a test keeps them equal)
-CruxevalFormat = Literal["direct", "cot", "selfplay"]
+CruxevalFormat = Literal["direct", "cot", "completion", "selfplay"]
 
 #: the benchmarks `selfplay.eval` knows (a test keeps them equal)
 EvalBenchmark = Literal["cruxeval", "generated", "gsm8k", "math500", "mbpp", "humaneval"]
@@ -349,7 +349,9 @@ class RunConfig(Checked):
     eval_prompt_formats: tuple[CruxevalFormat, ...] = knob(
         ("direct",),
         "CRUXEval prompt formats evaluated: the published direct one (headline figures), cot, "
-        "or the solver's own (selfplay, as in training); each gives its own subsets",
+        "completion (the direct prompt as a text to continue, as the benchmark's harness asks "
+        "open models), or the solver's own (selfplay, as in training); each gives its own "
+        "subsets",
     )
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
@@ -371,7 +373,9 @@ class RunConfig(Checked):
             raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
         formats = self.eval_prompt_formats
         if not formats or len(set(formats)) < len(formats):
-            raise ConfigError("run.eval_prompt_formats: each of direct, cot, selfplay at most once")
+            raise ConfigError(
+                "run.eval_prompt_formats: each of direct, cot, completion, selfplay at most once"
+            )
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ template: the system text, then each turn under a heading, ending with an open a
 heading. Both backends tokenize through this module, so they see the same prompt tokens.
 
 A chat that ends with an assistant message is a reply already begun (a prefill): the prompt
-ends with that text, open, and the model continues it.
+ends with that text, open, and the model continues it. A chat that is only such a message is a
+text to complete: no template at all, the text as written (CRUXEval's harness asks open
+models so), with what the tokenizer adds to any text.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def _plain(messages: Chat) -> str:
 
 def render(tokenizer, messages: Chat, template: str = "auto") -> str:
     """The prompt text of a chat; `template` is auto, chat or plain (see `ModelConfig`)."""
+    if completes(messages):
+        return messages[0].content
     if uses_chat_template(tokenizer, template):
         if not has_chat_template(tokenizer):
             raise ValueError("model.template=chat but the tokenizer has no chat template")
@@ -49,6 +53,11 @@ def render(tokenizer, messages: Chat, template: str = "auto") -> str:
             return tokenizer.apply_chat_template(turns, tokenize=False, continue_final_message=True)
         return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
     return _plain(messages)
+
+
+def completes(messages: Chat) -> bool:
+    """Whether a chat is a text to complete: one assistant message, nothing before it."""
+    return len(messages) == 1 and messages[0].role == "assistant"
 
 
 def uses_chat_template(tokenizer, template: str) -> bool:
@@ -62,5 +71,5 @@ def prompt_ids(tokenizer, messages: Chat, template: str = "auto") -> list[int]:
     tokenizer adds what it adds to any text (a base model's BOS token, say).
     """
     text = render(tokenizer, messages, template)
-    special = not uses_chat_template(tokenizer, template)
+    special = completes(messages) or not uses_chat_template(tokenizer, template)
     return tokenizer(text, add_special_tokens=special)["input_ids"]

@@ -32,9 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="folder for results (default: eval/<benchmark>-<model name>)")
     p.add_argument(
         "--prompt-format",
-        choices=("direct", "cot", "selfplay"),
+        choices=("direct", "cot", "completion", "selfplay"),
         help="cruxeval only: the benchmark's published prompts, direct (the default) or chain "
-        "of thought, as in published tables; or the solver's own (selfplay, as in training)",
+        "of thought, as a chat model is asked them; completion, the direct prompt as a text to "
+        "continue, as the benchmark's harness asks open models; or the solver's own (selfplay, "
+        "as in training)",
     )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     add_verbose(p)

@@ -14,7 +14,11 @@ the program it is judged with (see `selfplay.executor.worker._input_namespace`).
 Generation, judging and pass@k are the harness's (`harness.py`); what is CRUXEval's own is
 here: the problems, the prompt and answer parsing for each subset, the records. The prompt
 format is the benchmark's published one (`direct`, the default, or `cot`, see
-`cruxeval_formats.py`), so that scores compare with published tables, or the solver's own
+`cruxeval_formats.py`), so that scores compare with published tables, asked as a chat model
+is asked it (a system message, the prompt as the user's turn); or `completion`: the direct
+prompt as a text the model continues, without chat template or system message, as the
+benchmark's own harness asks open models (instruction-tuned ones included), where a reply
+cannot begin anywhere but after the prompt's last `[ANSWER]`; or the solver's own
 (`selfplay`, as in training). A subset's name says its format unless it is `direct`:
 `cruxeval_o`, `cruxeval_o_selfplay`, `cruxeval_i_cot`.
 
@@ -36,6 +40,7 @@ the first `==` it writes, most often the first example's `17`. Each record keeps
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,13 +58,14 @@ __all__ = [
     "load_problems",
     "evaluate",
     "row_copies_example",
+    "row_restarts",
     "example_share",
     "PROMPT_FORMATS",
     "subset_name",
 ]
 
 SUBSETS = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}
-PROMPT_FORMATS = ("direct", "cot", "selfplay")
+PROMPT_FORMATS = ("direct", "cot", "completion", "selfplay")
 DEFAULT_FORMAT = "direct"
 
 
@@ -74,6 +80,14 @@ class Problem:
     input_trivial: bool = False  # the output given as the input is right (CRUXEval-I)
 
 
+def published_style(prompt_format: str) -> str | None:
+    """The published prompt a format asks with (`cruxeval_formats.STYLES`): `completion` is
+    the direct prompt as a text to complete; None for the solver's own format."""
+    if prompt_format == "completion":
+        return "direct"
+    return prompt_format if prompt_format in cruxeval_formats.STYLES else None
+
+
 def subset_name(subset: str, prompt_format: str) -> str:
     """`cruxeval_o` in the published direct format, else suffixed: `cruxeval_o_selfplay`."""
     return subset if prompt_format == DEFAULT_FORMAT else f"{subset}_{prompt_format}"
@@ -83,17 +97,38 @@ def row_copies_example(row: dict) -> bool | None:
     """Whether a CRUXEval record's answer is its prompt's worked example's (a solver that
     drifts to it answers every problem alike); None for other records and for the solver's own
     prompt format, which shows no example values."""
-    subset, style, answer = str(row.get("subset", "")), row.get("prompt_format"), row.get("answer")
+    subset, answer = str(row.get("subset", "")), row.get("answer")
+    style = published_style(str(row.get("prompt_format")))
     kind = SUBSETS.get(subset[: len("cruxeval_o")])  # cruxeval_o_cot: cruxeval_o in cot
-    if kind is None or style not in cruxeval_formats.STYLES:
+    if kind is None or style is None:
         return None
     return isinstance(answer, str) and cruxeval_formats.copies_example(answer, kind, style)
+
+
+def row_restarts(row: dict) -> bool | None:
+    """Whether a CRUXEval record's reply wrote the published prompt's few-shot document over
+    again (`cruxeval_formats.restarts`); None in the solver's own format. A record without its
+    reply (written before replies were kept) is judged by its answer, for output prediction
+    only, and then as a lower bound: the first example's answer running on into that
+    example's `[/PYTHON]` line, as the extraction reads a restart that goes past its first
+    assertion."""
+    if row_copies_example(row) is None:
+        return None
+    if isinstance(row.get("reply"), str):
+        return cruxeval_formats.restarts(row["reply"])
+    answer = row.get("answer")
+    return isinstance(answer, str) and bool(_RESTARTED.match(answer))
+
+
+# The answer CRUXEval-O's extraction reads from a reply that restarts the direct prompt's
+# document: what follows the first example's `==`, its `[/PYTHON]` line included.
+_RESTARTED = re.compile(r"17\s*\n\[/PYTHON\]")
 
 
 def example_share(rows: list[dict], prompt_format: str) -> float | None:
     """The share of a subset's records whose answer is its prompt's worked example's; None in
     the solver's own format, whose prompt shows no example."""
-    if prompt_format not in cruxeval_formats.STYLES or not rows:
+    if published_style(prompt_format) is None or not rows:
         return None
     return sum(bool(row_copies_example(r)) for r in rows) / len(rows)
 
@@ -155,14 +190,14 @@ def evaluate(
 
 def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, prompt_format):
     """One subset through the harness: its task, the prompt and parse of the format, its rows."""
-    name = subset_name(subset, prompt_format)
+    name, style = subset_name(subset, prompt_format), published_style(prompt_format)
 
     def task(problem: Problem) -> Task:
         return problem.output_task if kind == "deduction" else problem.input_task
 
     def read(problem: Problem, completion) -> str | ParseFailure:
         if prompt_format != "selfplay":
-            return cruxeval_formats.published_answer(completion.text, kind, prompt_format)
+            return cruxeval_formats.published_answer(completion.text, kind, style)
         answer = parse_answer(reply(prompt(problem), completion.text), kind, completion.cut)
         return answer.text if isinstance(answer, Answer) else answer
 
@@ -189,7 +224,8 @@ def _evaluate_subset(subset, kind, engine, judge, problems, roles, params, ks, p
         if prompt_format == "selfplay":
             return solver_prompt(task(problem), roles)
         code, given = task(problem).program, (problem.input_text, problem.output_text)
-        return cruxeval_formats.published_prompt(kind, prompt_format, code, *given)
+        completing = prompt_format == "completion"
+        return cruxeval_formats.published_prompt(kind, style, code, *given, completing)
 
     metrics, rows = harness.evaluate(
         problems,

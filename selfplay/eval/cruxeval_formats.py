@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from selfplay.engine.base import Chat, chat
+from selfplay.engine.base import Chat, Message, chat
 from selfplay.extract import call_arguments
 from selfplay.types import ParseFailure
 
@@ -137,14 +137,19 @@ def restarts(reply: str) -> bool:
     return reply.lstrip().startswith("[PYTHON]")
 
 
-def published_prompt(kind: str, style: Style, code: str, input: str, output: str) -> Chat:
+def published_prompt(
+    kind: str, style: Style, code: str, input: str, output: str, completing: bool = False
+) -> Chat:
     """The benchmark's prompt for output prediction (`deduction`: shows `input`) or input
-    prediction (`abduction`: shows `output`), as a chat model is asked it."""
+    prediction (`abduction`: shows `output`), as a chat model is asked it; `completing`, as
+    the benchmark's harness asks open models (`inference/utils.py`): the text alone, no system
+    message and no chat template, for the model to continue (a reply begun with nothing
+    before it, `engine.template.render`)."""
     # str.replace, not str.format: the code holds braces of its own.
     text = _TEMPLATES[(kind, style)].replace("{code}", code)
     text = text.replace("{input}", input) if kind == "deduction" else text
     text = text.replace("{output}", output) if kind == "abduction" else text
-    return chat(text, SYSTEM)
+    return (Message("assistant", text),) if completing else chat(text, SYSTEM)
 
 
 def published_answer(text: str, kind: str, style: Style) -> str | ParseFailure:

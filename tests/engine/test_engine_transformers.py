@@ -7,6 +7,7 @@ import torch
 
 from selfplay.config import EngineConfig
 from selfplay.engine import SamplingParams, chat
+from selfplay.engine.base import Message
 from selfplay.engine.template import prompt_ids, render
 from selfplay.engine.transformers_backend import TransformersEngine
 
@@ -49,6 +50,18 @@ def test_a_begun_reply_is_continued_not_closed(engine, smol_tokenizer):
     assert render(smol_tokenizer, messages) == opened + "<answer>\n"
     [g] = engine.generate([messages], SamplingParams(max_tokens=2, seed=0))
     assert list(g.prompt_token_ids) == prompt_ids(smol_tokenizer, messages)
+
+
+def test_a_reply_begun_with_nothing_before_it_is_a_text_to_complete(engine, smol_tokenizer):
+    """No template, no system message: the text as written, tokenized as any text is (CRUXEval's
+    harness asks open models so; `--prompt-format completion`)."""
+    text = "[PYTHON]\ndef f(n):\n    return n\n[/PYTHON]\n[ANSWER]\n"
+    messages = (Message("assistant", text),)
+    for template in ("plain", "auto", "chat"):
+        assert render(smol_tokenizer, messages, template) == text
+    assert prompt_ids(smol_tokenizer, messages) == smol_tokenizer(text)["input_ids"]
+    [g] = engine.generate([messages], SamplingParams(max_tokens=2, seed=0))
+    assert list(g.prompt_token_ids) == smol_tokenizer(text)["input_ids"]
 
 
 def test_logprobs_are_the_models_own_log_probabilities(engine, tiny_model):

@@ -8,7 +8,7 @@ import pytest
 
 from selfplay.cli import main
 from selfplay.engine import SamplingParams
-from selfplay.engine.base import Completion, Generation
+from selfplay.engine.base import Completion, Generation, Message
 from selfplay.eval.cruxeval import evaluate, load_problems
 from selfplay.eval.cruxeval_formats import (
     EXAMPLE_ANSWERS,
@@ -230,6 +230,34 @@ def test_published_format_end_to_end(executor):
     assert f"assert f(??) == {problems[0].output_text}" in engine.prompts[1][0][1].content
     with pytest.raises(ValueError, match="prompt format"):
         evaluate(engine, Judge(executor), problems, None, params, prompt_format="fancy")
+
+
+def test_the_completion_format_asks_the_direct_prompt_as_a_text_to_continue(executor):
+    """As CRUXEval's harness asks open models: the direct prompt alone, no system message and
+    no chat template, continued after its last `[ANSWER]`; read and scored as direct."""
+    problems = load_problems(executor, require_data("cruxeval/cruxeval.jsonl"), limit=2)
+    outputs = [[f"assert f({p.input_text}) == {p.output_text}\n"] for p in problems]
+    inputs = [[f"assert f({p.input_text}) == {p.output_text}\n"] for p in problems]
+    outputs[1] = ["assert f(17) == 17\n"]  # the worked example's answer
+    engine = RecordingEngine([outputs, inputs])
+    params = SamplingParams(temperature=0)
+    metrics, items = evaluate(
+        engine, Judge(executor), problems, None, params, prompt_format="completion"
+    )
+    assert metrics["cruxeval_o_completion/pass@1"] == 0.5
+    assert metrics["cruxeval_i_completion/pass@1"] == 1.0
+    assert metrics["cruxeval_o_completion/example_share"] == 0.5
+    assert {row["prompt_format"] for row in items} == {"completion"}
+    [prompt] = engine.prompts[0][:1]
+    direct = published_prompt(
+        "deduction",
+        "direct",
+        problems[0].output_task.program,
+        problems[0].input_text,
+        problems[0].output_text,
+    )
+    assert prompt == (Message("assistant", direct[-1].content),)
+    assert engine.params[0].stop == ("[/ANSWER]",)
 
 
 class RecordingEngine(ScriptedEngine):
