@@ -304,3 +304,17 @@ def test_the_example_share_counts_answers_that_are_the_worked_examples():
     assert example_share(inputs, "cot") == 0.5
     assert example_share(rows("cruxeval_o_selfplay", "selfplay", ["17"]), "selfplay") is None
     assert example_share([], "direct") is None
+
+
+def test_a_restart_is_read_from_the_reply_or_from_an_older_record_s_answer():
+    from selfplay.eval.cruxeval import row_restarts
+
+    restart = "[PYTHON]\ndef f(n):\n    return n\nassert f(17) == 17\n[/PYTHON]\n[ANSWER]\n"
+    row = {"subset": "cruxeval_o", "prompt_format": "direct", "answer": "17\n[/PYTHON]\n[ANSWER]"}
+    assert row_restarts({**row, "reply": restart}) is True
+    assert row_restarts({**row, "reply": "[ANSWER]\nassert f(1) == 17\n"}) is False
+    # without the reply: the extraction's reading of a restart that ran past its assertion
+    assert row_restarts(row) is True
+    assert row_restarts({**row, "answer": "17"}) is False  # a copy of the value, or too short
+    assert row_restarts({**row, "prompt_format": "completion"}) is True
+    assert row_restarts({**row, "prompt_format": "selfplay"}) is None
