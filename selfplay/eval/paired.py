@@ -63,13 +63,14 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
         center = (p + z^2 / 2n) / (1 + z^2 / n)
         half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
 
-    With no items nothing is known: (0, 1)."""
+    With no items nothing is known: (0, 1). The interval holds k / n; at k = 0 or k = n the
+    rounding of `center - half` could put an end a hair past it, so the ends are held to it."""
     if n == 0:
         return 0.0, 1.0
     p, zz = k / n, z * z
     center = (p + zz / (2 * n)) / (1 + zz / n)
     half = z / (1 + zz / n) * math.sqrt(p * (1 - p) / n + zz / (4 * n * n))
-    return max(0.0, center - half), min(1.0, center + half)
+    return min(p, max(0.0, center - half)), max(p, min(1.0, center + half))
 
 
 def fisher_exact(a: int, b: int, c: int, d: int) -> float:
