@@ -109,13 +109,15 @@ def row_restarts(row: dict) -> bool | None:
     """Whether a CRUXEval record's reply wrote the published prompt's few-shot document over
     again (`cruxeval_formats.restarts`); None in the solver's own format. A record without its
     reply (written before replies were kept) is judged by its answer, for output prediction
-    only, and then as a lower bound: the first example's answer running on into that
-    example's `[/PYTHON]` line, as the extraction reads a restart that goes past its first
-    assertion."""
+    only (None for input prediction), and then as a lower bound: the first example's answer
+    running on into that example's `[/PYTHON]` line, as the extraction reads a restart that
+    goes past its first assertion."""
     if row_copies_example(row) is None:
         return None
     if isinstance(row.get("reply"), str):
         return cruxeval_formats.restarts(row["reply"])
+    if not str(row.get("subset", "")).startswith("cruxeval_o"):
+        return None
     answer = row.get("answer")
     return isinstance(answer, str) and bool(_RESTARTED.match(answer))
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay.eval.answer_types import wrong_type
-from selfplay.eval.cruxeval import row_copies_example
+from selfplay.eval.cruxeval import row_copies_example, row_restarts
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.types import NO_NEW_WORK, Verdict
@@ -72,6 +72,7 @@ class Item:
     content: tuple | None = None  # the item's (program, input, output) where recorded
     example: bool | None = None  # a CRUXEval answer copied from the prompt's worked example
     wrong_type: bool | None = None  # a wrong answer not of the gold's type (`answer_types`)
+    restart: bool | None = None  # a reply that writes the prompt's few-shot document again
 
 
 def report(folder: str | Path) -> dict:
@@ -308,6 +309,8 @@ def _stats(pairs: list[tuple[Item, Item]]) -> dict:
         ],
         # answers that copy the published prompt's worked example (CRUXEval), before and after
         "example_answers": _count(pairs, "example"),
+        # of all replies, those that write the prompt's few-shot document over again (CRUXEval)
+        "restarts": _count(pairs, "restart"),
         # wrong answers whose type is not the gold's (input or output prediction)
         "wrong_type_answers": _count(pairs, "wrong_type"),
         # of the gained items, those whose earlier answer had a wrong type; of the lost, the later
@@ -361,6 +364,7 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             content,
             row_copies_example(row),
             wrong_type(row),
+            row_restarts(row),
         )
     return items, bad
 
@@ -392,6 +396,9 @@ def render(result: dict) -> str:
         if row.get("example_answers"):
             before, after = row["example_answers"]
             lines.append(f"    answers copying the prompt's worked example: {before} -> {after}")
+        if row.get("restarts"):
+            before, after = row["restarts"]
+            lines.append(f"    replies writing the prompt over again: {before} -> {after}")
         if row.get("non_trivial") is not None:
             lines.append(_render_stats("non-trivial", row["non_trivial"]))
             lines.append(_render_changes(row["non_trivial"]))

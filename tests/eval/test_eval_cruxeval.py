@@ -318,3 +318,5 @@ def test_a_restart_is_read_from_the_reply_or_from_an_older_record_s_answer():
     assert row_restarts({**row, "answer": "17"}) is False  # a copy of the value, or too short
     assert row_restarts({**row, "prompt_format": "completion"}) is True
     assert row_restarts({**row, "prompt_format": "selfplay"}) is None
+    assert row_restarts({**row, "subset": "cruxeval_i"}) is None  # nothing to read it by
+    assert row_restarts({**row, "subset": "cruxeval_i", "reply": restart}) is True

@@ -364,8 +364,12 @@ def test_compare_counts_answers_copied_from_the_published_prompts_example(tmp_pa
     write(tmp_path / "trained", ["17\n[/PYTHON]", '"x9ja"', "17", " 17 "])
     got = compare(tmp_path / "base", tmp_path / "trained")
     assert got["cruxeval_o"]["example_answers"] == [1, 4]
+    # of them, the one that runs on into the example's `[/PYTHON]` wrote the prompt again
+    assert got["cruxeval_o"]["restarts"] == [0, 1]
     assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]) == 0
-    assert "answers copying the prompt's worked example: 1 -> 4" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "answers copying the prompt's worked example: 1 -> 4" in out
+    assert "replies writing the prompt over again: 0 -> 1" in out
     write(tmp_path / "own", ["17"], prompt_format="selfplay")
     assert compare(tmp_path / "own", tmp_path / "own")["cruxeval_o"]["example_answers"] is None
 
