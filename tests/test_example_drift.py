@@ -46,12 +46,14 @@ def test_copies_and_rights_per_folder_and_their_rank_correlation(tmp_path):
         write_eval(tmp_path / name, copies, right, trivial_right=2)
     lines = run(tmp_path, "--at-most", "4")  # copies count the trivial items too: 2, 4, 4, 8
     per = {line["folder"]: line for line in lines[:-1]}
-    # `17` on eight items of d: six non-trivial, the two trivial; not the selfplay record
+    # `17` on eight items of d: six non-trivial, the two trivial; not the selfplay record.
+    # The six whose answer runs on into the example's `[/PYTHON]` wrote the prompt over again
     assert per["d"]["cruxeval_o"] == {
         "items": 12,
         "non_trivial": 10,
         "non_trivial_right": 2,
         "copies": 8,
+        "restarts": 6,
     }  # fmt: skip
     assert per["base"]["cruxeval_i"]["items"] == 0
     summary = lines[-1]["cruxeval_o"]
