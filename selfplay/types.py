@@ -155,6 +155,9 @@ Role = Literal["propose", "solve"]
 ProposalOutcome = Literal["malformed", "invalid", "valid"]
 AnswerOutcome = Literal["malformed", "wrong", "correct"]
 Purpose = Literal["estimate", "train"]
+#: how the solver is asked a deduction or abduction task (`roles.solver_layouts`,
+#: `solver.prompts.LAYOUTS`)
+SolverLayout = Literal["answer", "assert"]
 
 
 @dataclass(frozen=True)

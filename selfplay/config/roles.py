@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from selfplay.config.fields import Checked, ConfigError, knob, positive
+from selfplay.types import SolverLayout
 
 __all__ = ["RolesConfig"]
 
@@ -41,7 +42,7 @@ class RolesConfig(Checked):
         "shown answer is a wrong answer; shown without reasoning, also when `think` is on "
         "(selfplay/solver/examples.py); 0: none",
     )
-    solver_layouts: tuple[Literal["answer", "assert"], ...] = knob(
+    solver_layouts: tuple[SolverLayout, ...] = knob(
         ("answer",),
         "layouts of the deduction/abduction tasks the solver answers in a run, one drawn per "
         "prompt: answer, the value in an <answer> block (the reply begun for it under "

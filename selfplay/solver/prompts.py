@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import random
 from collections.abc import Sequence
+from typing import get_args
 
 from selfplay.config import RolesConfig
 from selfplay.engine.base import Chat, chat
@@ -15,7 +16,7 @@ from selfplay.engine.template import begun
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer.prompts import LITERALS, SYSTEM, answer_format, rules
 from selfplay.solver.examples import shown_answer
-from selfplay.types import Task
+from selfplay.types import SolverLayout, Task
 
 __all__ = [
     "LAYOUTS",
@@ -33,7 +34,7 @@ MATH_SYSTEM = "You are a careful mathematician who solves problems step by step.
 #: How a deduction or abduction task can be asked (`roles.solver_layouts`): `answer`, the
 #: value alone in the answer section's code block; `assert`, the task as an assertion with
 #: `??` in place of the answer, written back whole. Other task types have one layout.
-LAYOUTS = ("answer", "assert")
+LAYOUTS: tuple[str, ...] = get_args(SolverLayout)
 
 
 def solver_prompt(
