@@ -27,6 +27,12 @@ def test_defaults_and_overrides(tmp_path):
     assert cfg.executor.accept_missing == ("namespaces",)
     assert to_dict(cfg)["executor"]["accept_missing"] == ["namespaces"]
     assert load(None, ["trainer.lr=1e-5"]).trainer.lr == 1e-5  # YAML 1.1 reads this as text
+    # a path with the data folder's placeholder is text YAML cannot read, and stays text
+    assert load(None, ["seed.labeled={data}/set.jsonl"]).seed.labeled == ("{data}/set.jsonl",)
+    assert load(None, ['seed.labeled=["{data}/a.jsonl", b.jsonl]']).seed.labeled == (
+        "{data}/a.jsonl",
+        "b.jsonl",
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,6 +49,8 @@ def test_defaults_and_overrides(tmp_path):
         (["trainer.propose_weight=.nan"], "trainer.propose_weight must be a finite number"),
         (["trainer.propose_kl_weight=-1"], "trainer.propose_kl_weight must be a finite"),
         (["trainer.propose_kl_weight=2"], "propose_kl_weight weighs the KL term"),
+        # a flow list YAML cannot read (braces in an unquoted item) was taken as one path
+        (["seed.labeled=[{data}/set.jsonl]"], r"not valid YAML.*quote items"),
     ],
 )
 def test_bad_configuration_is_refused_clearly(overrides, message):

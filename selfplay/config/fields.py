@@ -225,10 +225,22 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
             raise ConfigError(f"override {item!r} must look like section.field=value")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
+        except yaml.YAMLError as err:
+            if _bracketed(raw):  # meant as a list or mapping: taking it as text would mislead
+                problem = str(err).splitlines()[0]
+                raise ConfigError(
+                    f"override {item!r}: the value is not valid YAML ({problem}); quote items "
+                    'that hold braces or colons, as in seed.labeled=["{data}/set.jsonl"]'
+                ) from None
+            value = raw  # plain text that YAML cannot read, as {data}/set.jsonl
         _set_dotted(data, key.strip(), value)
     return data
+
+
+def _bracketed(raw: str) -> bool:
+    """Whether an override's value text is written as a YAML flow list or mapping."""
+    text = raw.strip()
+    return (text[:1], text[-1:]) in (("[", "]"), ("{", "}"))
 
 
 def _kind(hint: object) -> str:
