@@ -29,6 +29,7 @@ def test_defaults_and_overrides(tmp_path):
     assert load(None, ["trainer.lr=1e-5"]).trainer.lr == 1e-5  # YAML 1.1 reads this as text
     # a path with the data folder's placeholder is text YAML cannot read, and stays text
     assert load(None, ["seed.labeled={data}/set.jsonl"]).seed.labeled == ("{data}/set.jsonl",)
+    assert load(None, ["run.folder={run}-{run}"]).run.folder == "{run}-{run}"
     assert load(None, ['seed.labeled=["{data}/a.jsonl", b.jsonl]']).seed.labeled == (
         "{data}/a.jsonl",
         "b.jsonl",
@@ -51,6 +52,8 @@ def test_defaults_and_overrides(tmp_path):
         (["trainer.propose_kl_weight=2"], "propose_kl_weight weighs the KL term"),
         # a flow list YAML cannot read (braces in an unquoted item) was taken as one path
         (["seed.labeled=[{data}/set.jsonl]"], r"not valid YAML.*quote items"),
+        (["seed.labeled=[a.jsonl, b.jsonl"], r"not valid YAML.*quote items"),
+        (["executor.isolation={a: {data}/x}"], r"not valid YAML.*quote items"),
     ],
 )
 def test_bad_configuration_is_refused_clearly(overrides, message):

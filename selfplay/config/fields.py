@@ -226,21 +226,22 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as err:
-            if _bracketed(raw):  # meant as a list or mapping: taking it as text would mislead
-                problem = str(err).splitlines()[0]
+            if _flow(err):  # meant as a list or mapping: taking it as text would mislead
                 raise ConfigError(
-                    f"override {item!r}: the value is not valid YAML ({problem}); quote items "
-                    'that hold braces or colons, as in seed.labeled=["{data}/set.jsonl"]'
+                    f"override {item!r}: the list or mapping is not valid YAML "
+                    f"({getattr(err, 'problem', None) or err}); quote items that hold braces, "
+                    """as in 'seed.labeled=["{data}/set.jsonl"]' (single quotes for the shell)"""
                 ) from None
             value = raw  # plain text that YAML cannot read, as {data}/set.jsonl
         _set_dotted(data, key.strip(), value)
     return data
 
 
-def _bracketed(raw: str) -> bool:
-    """Whether an override's value text is written as a YAML flow list or mapping."""
-    text = raw.strip()
-    return (text[:1], text[-1:]) in (("[", "]"), ("{", "}"))
+def _flow(err: yaml.YAMLError) -> bool:
+    """Whether YAML failed inside a flow list or mapping (`[...]`, `{...}`), as opposed to on
+    text such as `{data}/set.jsonl` that merely begins with a brace."""
+    context = getattr(err, "context", None) or ""
+    return context.startswith("while parsing a flow")
 
 
 def _kind(hint: object) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from selfplay.config.fields import Checked, ConfigError, knob, positive
 from selfplay.types import SolverLayout
@@ -65,6 +65,7 @@ class RolesConfig(Checked):
         if self.worked_examples < 0:
             raise ConfigError("roles.worked_examples must be >= 0")
         if not self.solver_layouts or len(set(self.solver_layouts)) < len(self.solver_layouts):
-            raise ConfigError("roles.solver_layouts: one or more of answer, assert, each once")
+            choices = ", ".join(get_args(SolverLayout))
+            raise ConfigError(f"roles.solver_layouts: one or more of {choices}, each once")
         if self.induction_visible >= self.induction_inputs:
             raise ConfigError("roles: induction_visible must be less than induction_inputs")

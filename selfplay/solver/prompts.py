@@ -34,7 +34,7 @@ MATH_SYSTEM = "You are a careful mathematician who solves problems step by step.
 #: How a deduction or abduction task can be asked (`roles.solver_layouts`): `answer`, the
 #: value alone in the answer section's code block; `assert`, the task as an assertion with
 #: `??` in place of the answer, written back whole. Other task types have one layout.
-LAYOUTS: tuple[str, ...] = get_args(SolverLayout)
+LAYOUTS: tuple[SolverLayout, ...] = get_args(SolverLayout)
 
 
 def solver_prompt(
