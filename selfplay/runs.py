@@ -291,6 +291,8 @@ def _prepare_pool(run: Run, labeled, start: int) -> None:
         run.math_checker,
         limit=config.seed.labeled_limit,
         seed=config.run.seed,
+        decontaminate=config.curriculum.decontaminate,
+        benchmarks=run.benchmarks,
     )
     if config.curriculum.selection == "trapo":
         resumed = start - 1 if start > 1 else None  # a run with no checkpoint keeps its log

@@ -11,7 +11,7 @@ from selfplay.types import TASK_TYPES
 
 __all__ = ["LEARNABILITY_SHAPES", "LearnabilityShape", "CurriculumConfig"]
 
-#: the benchmarks whose programs a proposal may not reproduce (`selfplay.datasets.contamination`)
+#: the benchmarks whose programs a proposal or an import may not reproduce (`datasets.contamination`)
 Decontaminated = Literal["cruxeval", "humaneval", "mbpp"]
 
 #: the shapes of `selfplay.curriculum.sampler.SHAPES` (a test keeps them equal)
@@ -114,7 +114,9 @@ class CurriculumConfig(Checked):
     decontaminate: tuple[Decontaminated, ...] = knob(
         ("cruxeval", "humaneval", "mbpp"),
         "benchmarks whose programs a proposal may not reproduce: such a proposal stays out of "
-        "the pool, as a duplicate (their data under $SELFPLAY_DATA; absent data is skipped)",
+        "the pool, as a duplicate, and an imported seed or labeled task is rejected (except "
+        "against the benchmark whose own file a labeled set is); their data under "
+        "$SELFPLAY_DATA, absent data is skipped",
     )
     reference_dropout: float = knob(
         0.0,

@@ -9,8 +9,11 @@
 means that run; an empty store gets `curriculum.run` on import. Import prints one JSON summary
 per file (acceptance rate, rejects by reason) and a table on stderr; `--rejects` writes every
 reject with its line and reason as JSONL; `--limit N` uses a seeded random sample of N records
-of each file (a small labeled set). Trailing `section.field=value` arguments override the
-configuration (e.g. `curriculum.seed_visible_fraction=0.5 executor.workers=4`).
+of each file (a small labeled set). A task whose program is a program of a benchmark in
+`curriculum.decontaminate` is rejected as `contaminated:<benchmark>`, except against the
+benchmark whose own data file is imported (`contamination.import_check`). Trailing
+`section.field=value` arguments override the configuration (e.g.
+`curriculum.seed_visible_fraction=0.5 executor.workers=4`).
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def _open_store(TaskStore, cfg, args, create: bool):
 
 
 def import_command(args: argparse.Namespace) -> int:
+    from selfplay.datasets.contamination import BenchmarkPrograms, import_check
     from selfplay.datasets.importer import import_file
     from selfplay.executor.api import Executor
     from selfplay.mathcheck import MathChecker
@@ -111,9 +115,16 @@ def import_command(args: argparse.Namespace) -> int:
         if not Path(path).is_file():
             raise StoreError(f"no file {path}")
     cfg, store = _open(args, create=True)
+    names = cfg.curriculum.decontaminate
+    loaded = BenchmarkPrograms.load(names)
+    for name, path in loaded.missing.items():
+        print(f"no {name} data at {path}: its programs are not checked", file=sys.stderr)
     rejects = open(args.rejects, "w", encoding="utf-8") if args.rejects else None  # noqa: SIM115
     with store, Executor(cfg.executor) as executor, MathChecker(cfg.mathcheck) as checker:
         for path in args.files:
+            checked, own = import_check(Path(path), names, loaded)
+            if own:
+                print(f"{path} is {own} itself: not checked against {own}", file=sys.stderr)
             report = import_file(
                 store,
                 path,
@@ -123,6 +134,7 @@ def import_command(args: argparse.Namespace) -> int:
                 checker=checker,
                 limit=args.limit,
                 sample_seed=args.sample_seed,
+                benchmarks=checked,
             )
             print(json.dumps(report.summary()), flush=True)
             _print_report(report)

@@ -22,11 +22,18 @@ caught (it is also no longer that benchmark's item).
 
 The data sets are read from `$SELFPLAY_DATA` (`files.data_root`); a benchmark whose file is
 absent is listed in `missing` and its programs go unchecked (the run says so when it starts).
+
+Imports are checked too (`import_check`): a seed or labeled task whose program is a
+benchmark's is rejected as `contaminated:<benchmark>` (AZR's 7B seed set holds a CRUXEval
+program). A set that is a benchmark's own data file (`recipes/cpu_semi.yaml` trains on MBPP)
+is not checked against that benchmark: training on it is the user's choice, said when it is
+imported, and scores on it are then no held-out measurement.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
 import warnings
 from collections.abc import Iterable
@@ -36,7 +43,7 @@ from pathlib import Path
 from selfplay.files import data_root, records
 from selfplay.proposer.canonical import canonical_program
 
-__all__ = ["BENCHMARK_FILES", "BenchmarkPrograms", "normalise"]
+__all__ = ["BENCHMARK_FILES", "BenchmarkPrograms", "import_check", "normalise"]
 
 BENCHMARK_FILES = {
     "cruxeval": "cruxeval/cruxeval.jsonl",
@@ -106,6 +113,24 @@ class BenchmarkPrograms:
 
     def __len__(self) -> int:
         return len(self.programs)
+
+
+def import_check(
+    path: Path, names: Iterable[str], loaded: BenchmarkPrograms | None = None
+) -> tuple[BenchmarkPrograms, str]:
+    """What an import of `path` is checked against: the programs of the benchmarks `names`
+    (`loaded`, where given, holds them already), less those of the benchmark whose own data
+    file `path` is; and that benchmark ("" for any other file)."""
+    root = data_root()
+    own = ""
+    for name, relative in BENCHMARK_FILES.items():
+        with contextlib.suppress(OSError):  # an absent benchmark file is no file of the import
+            if Path(path).samefile(root / relative):
+                own = name
+    names = tuple(names)
+    if own in names or loaded is None:
+        return BenchmarkPrograms.load([name for name in names if name != own], root), own
+    return loaded, own
 
 
 def _programs(benchmark: str, rows: list[dict]) -> Iterable[tuple[str, str]]:

@@ -114,8 +114,12 @@ def import_file(
     mathcheck=None,
     limit: int = 0,
     sample_seed: int = 0,
+    benchmarks=None,
 ):
     """Validate and add the tasks of a seed file; returns an `ImportReport`.
+
+    With `benchmarks` (a `contamination.BenchmarkPrograms`), a task whose program is one of a
+    benchmark's is rejected as `contaminated:<benchmark>` before it runs.
 
     With `limit`, only that many records of the file are used: a random sample drawn with
     `sample_seed` (the same sample every time, so a re-import adds nothing twice), in file
@@ -126,6 +130,7 @@ def import_file(
     pending: list[Candidate] = []
     math: list[MathCandidate] = []
     own_checker = None
+    matches = _Matches(benchmarks)
 
     def import_math() -> None:
         nonlocal checker, own_checker
@@ -151,7 +156,9 @@ def import_file(
             skipped = [c for c in found if isinstance(c, Reject)]
             report.candidates += len(skipped)  # counted as candidates that failed
             report.rejects += skipped
-            pending += [c for c in found if isinstance(c, Candidate)]
+            for cand in found:
+                if isinstance(cand, Candidate) and not _contaminated(cand, matches, report):
+                    pending.append(cand)
             math += [c for c in found if isinstance(c, MathCandidate)]
             if len(pending) >= store.config.import_batch:
                 _import_batch(store, executor, pending, report)
@@ -166,6 +173,31 @@ def import_file(
         if own_checker is not None:
             own_checker.close()
     return report
+
+
+class _Matches(dict):
+    """The benchmark each program of an import reproduces ("" for none), each program looked
+    up once (a record gives several tasks of one program)."""
+
+    def __init__(self, benchmarks) -> None:
+        super().__init__()
+        self.benchmarks = benchmarks
+
+    def __missing__(self, program: str) -> str:
+        self[program] = self.benchmarks.match(program) if self.benchmarks is not None else ""
+        return self[program]
+
+
+def _contaminated(cand: Candidate, matches: _Matches, report: ImportReport) -> bool:
+    """Whether the candidate's program is a benchmark's (then it is a reported reject)."""
+    name = matches[cand.program]
+    if name:
+        report.candidates += 1
+        detail = f"the program is a {name} program; the import keeps {name} held out"
+        report.rejects.append(
+            Reject(cand.line, cand.source_id, cand.type, f"contaminated:{name}", detail)
+        )
+    return bool(name)
 
 
 def _records(path: Path, limit: int, seed: int, report: ImportReport):

@@ -19,6 +19,7 @@ similarity to the labeled trajectory and how many steps it rests on (see
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -45,16 +46,36 @@ def labeled_paths(config) -> list[Path]:
 
 
 def import_labeled(
-    store, executor, paths: list[Path], folder: Path, types=None, checker=None, limit=0, seed=0
+    store,
+    executor,
+    paths: list[Path],
+    folder: Path,
+    types=None,
+    checker=None,
+    limit=0,
+    seed=0,
+    decontaminate=(),
+    benchmarks=None,
 ) -> list:
     """Import each labeled set into the pool (only tasks of `types`, if given; math problems
     are checked by `checker`, a `MathChecker`; with `limit`, a sample of that many records of
-    each set drawn with `seed`); returns the `ImportReport`s."""
+    each set drawn with `seed`); returns the `ImportReport`s. A task whose program is one of
+    the benchmarks `decontaminate` (`benchmarks` holds their programs, where loaded) is
+    rejected, except against the benchmark whose own file the set is
+    (`contamination.import_check`)."""
+    from selfplay.datasets.contamination import import_check
     from selfplay.datasets.importer import import_file
 
     reports = []
     with open(folder / "imports.jsonl", "a", encoding="utf-8") as log:
         for path in paths:
+            checked, own = import_check(path, decontaminate, benchmarks)
+            if own:
+                print(
+                    f"seed.labeled: {path.name} is {own} itself: its tasks are not checked "
+                    f"against {own}, and {own} scores of this run measure tasks it trained on",
+                    file=sys.stderr,
+                )
             report = import_file(
                 store,
                 path,
@@ -64,8 +85,13 @@ def import_labeled(
                 checker=checker,
                 limit=limit,
                 sample_seed=seed,
+                benchmarks=checked,
             )
-            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "path": str(path)}
+            entry = {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "path": str(path),
+                "decontaminated": sorted(set(checked.programs.values())),
+            }
             log.write(json.dumps({**entry, **report.summary()}) + "\n")
             reports.append(report)
     return reports

@@ -1,13 +1,28 @@
 """Decontamination: a proposal that writes back a program of CRUXEval, HumanEval or MBPP is
-recognised after normalisation, and an export never holds a proposed one."""
+recognised after normalisation, an export never holds a proposed one, and an import (a seed or
+labeled set) rejects one, except against the benchmark whose own file it is."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+
+import pytest
 
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms, normalise
+from selfplay.datasets.contamination import (
+    BENCHMARK_FILES,
+    BenchmarkPrograms,
+    import_check,
+    normalise,
+)
 from selfplay.datasets.export import ExportFilter, records
+from selfplay.datasets.importer import import_file
+from selfplay.executor import Executor
+from selfplay.files import DATA_ENV
+from selfplay.semi import import_labeled
 from selfplay.types import Task
 from tests.conftest import require_data
 
@@ -65,3 +80,100 @@ def test_an_export_leaves_a_proposed_benchmark_program_out(store_url):
         ("proposed", ["2, 3"]),
     ]
     assert len(every) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# imports: a seed or labeled set may not carry a benchmark's program into training
+
+BENCH_PROGRAM = (
+    "def f(nums):\n    out = []\n    for n in nums:\n        out.append(n * 2)\n    return out"
+)
+OWN_PROGRAM = "def f(s):\n    return s.upper() + s"
+
+
+def _fake_data(root) -> None:
+    """A data folder with a one-problem CRUXEval and a one-problem MBPP."""
+    (root / "cruxeval").mkdir()
+    (root / "cruxeval" / "cruxeval.jsonl").write_text(
+        json.dumps({"id": "sample_0", "code": BENCH_PROGRAM, "input": "[1]", "output": "[2]"})
+        + "\n"
+    )
+    (root / "mbpp").mkdir()
+    mbpp = {"task_id": 1, "text": "Shout.", "code": OWN_PROGRAM.replace("f(", "shout("),
+            "test_list": ["assert shout('a') == 'Aa'"]}  # fmt: skip
+    (root / "mbpp" / "mbpp.jsonl").write_text(json.dumps(mbpp) + "\n")
+
+
+@pytest.fixture(scope="module")
+def executor():
+    with Executor() as ex:
+        yield ex
+
+
+def test_an_import_rejects_a_benchmark_program_before_running_it(tmp_path, executor):
+    renamed = BENCH_PROGRAM.replace("nums", "xs").replace("out", "acc")  # the same program
+    rows = [
+        {"program": renamed, "type": "deduction", "input": "[1, 2]"},
+        {"program": renamed, "type": "abduction", "input": "[3]"},
+        {"program": OWN_PROGRAM, "type": "deduction", "input": "'a'"},
+    ]
+    path = tmp_path / "seed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    benchmarks = BenchmarkPrograms({normalise(BENCH_PROGRAM): "cruxeval"})
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        report = import_file(store, path, executor, labeled=True, benchmarks=benchmarks)
+        programs = [t.task.program for t in store.get(store.index["id"].tolist())]
+        unchecked = import_file(store, path, executor, labeled=True)
+    assert report.reasons() == {"contaminated:cruxeval": 2}
+    assert [r.line for r in report.rejects] == [1, 2]
+    assert "keeps cruxeval held out" in report.rejects[0].detail
+    assert report.candidates == 3 and report.added == 1 and programs == [OWN_PROGRAM]
+    assert unchecked.added == 2  # without benchmarks nothing is checked
+
+
+def test_a_benchmarks_own_file_is_not_checked_against_it(tmp_path, monkeypatch):
+    _fake_data(tmp_path)
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    names = ("cruxeval", "mbpp")
+    loaded = BenchmarkPrograms.load(names)
+    assert sorted(loaded.programs.values()) == ["cruxeval", "mbpp"]
+    checked, own = import_check(tmp_path / "mbpp" / "mbpp.jsonl", names, loaded)
+    assert own == "mbpp" and list(checked.programs.values()) == ["cruxeval"]
+    other = tmp_path / "seed.jsonl"
+    other.write_text("")
+    assert import_check(other, names, loaded) == (loaded, "")
+    assert import_check(other, (), None)[0].programs == {}
+    assert import_check(tmp_path / "mbpp" / "mbpp.jsonl", ("cruxeval",), loaded)[1] == "mbpp"
+
+
+def test_a_runs_labeled_sets_are_decontaminated_and_logged(tmp_path, monkeypatch, executor, capsys):
+    _fake_data(tmp_path)
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text(json.dumps({"program": BENCH_PROGRAM, "type": "deduction", "input": "[1]"}))
+    names = ("cruxeval", "mbpp")
+    paths = [tmp_path / "mbpp" / "mbpp.jsonl", seed]
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        reports = import_labeled(
+            store, executor, paths, tmp_path, decontaminate=names,
+            benchmarks=BenchmarkPrograms.load(names),
+        )  # fmt: skip
+    assert [r.reasons() for r in reports] == [{}, {"contaminated:cruxeval": 1}]
+    assert reports[0].added == 2  # MBPP's own assert: a deduction and an abduction task
+    log = [json.loads(line) for line in (tmp_path / "imports.jsonl").read_text().splitlines()]
+    assert [entry["decontaminated"] for entry in log] == [["cruxeval"], ["cruxeval", "mbpp"]]
+    assert "mbpp.jsonl is mbpp itself" in capsys.readouterr().err
+
+
+def test_the_command_line_import_checks_and_says_which_file_is_a_benchmark(tmp_path):
+    _fake_data(tmp_path)
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text(json.dumps({"program": BENCH_PROGRAM, "type": "deduction", "input": "[1]"}))
+    command = [sys.executable, "-m", "selfplay.cli", "pool", "import", "--store",
+               str(tmp_path / "p.sqlite"), str(seed), str(tmp_path / "mbpp" / "mbpp.jsonl")]  # fmt: skip
+    env = {**os.environ, DATA_ENV: str(tmp_path)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    summaries = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [s["reasons"] for s in summaries] == [{"contaminated:cruxeval": 1}, {}]
+    assert "no humaneval data" in done.stderr and "is mbpp itself" in done.stderr
