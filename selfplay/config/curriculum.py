@@ -11,7 +11,7 @@ from selfplay.types import TASK_TYPES
 
 __all__ = ["LEARNABILITY_SHAPES", "LearnabilityShape", "CurriculumConfig"]
 
-#: the benchmarks whose programs a proposal or an import may not reproduce (`datasets.contamination`)
+#: benchmarks whose programs a proposal or an import may not reproduce (`datasets.contamination`)
 Decontaminated = Literal["cruxeval", "humaneval", "mbpp"]
 
 #: the shapes of `selfplay.curriculum.sampler.SHAPES` (a test keeps them equal)
