@@ -145,6 +145,21 @@ Then (2026-11-26, 2 cores, alone), from a timeline of one pass and profiles of e
   escaped the policy could forge, a security setting left at 256 here; a run in a child costs
   ~24 us against ~15 us in a plain process (4 setitimer and 2 thread-clock system calls through
   two seccomp filters, a result line).
+
+Then (2026-11-29, 2 cores, alone; 13 runs of this benchmark at 1903894: 0.93-1.06x, median
+1.02), the sandbox per run, from the processes' clocks over 7,880 CRUXEval runs on one worker:
+zygote ~22 us and children ~36 us with `runs_per_child` 256, ~18 and ~24 with 4096, against
+~16 us for the same run, result line included, in a plain process; so about a third of the
+sandbox's CPU is the children's turnover. A forked child that runs nothing costs ~1.0 ms of
+CPU and ~250 page faults (the zygote's fork ~0.4 ms); one that runs 256 CRUXEval programs
+~6.7 ms, ~3.4 of them the runs. The seccomp filters cost little: the same batches outside
+bubblewrap and seccomp take about as long. Tried and left out, none measurably faster:
+re-reading the first runs' outputs while the second runs go on (judging then ends ~8 ms
+sooner, but the caller answers the workers later; 5 alternating pairs of runs, medians 1.02
+both); children that unmarshal their own programs (zygote -5 us a run, children +10); and
+leaving subscripts and plain `for` loops unwrapped, whose guards are `operator.getitem` and
+`iter` (compile ~158 -> ~147 us a program, runs unchanged: ~3% of a validation, for a rewrite
+that no longer matches RestrictedPython's).
 """
 
 from __future__ import annotations
