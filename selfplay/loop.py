@@ -98,9 +98,11 @@ def _run(config: Config, out, log: Path) -> Path:
         progress = Progress(io.StringIO(), cfg.run.steps)
     state.on_stage = progress.stage
     for report in state.imports or ():
+        contaminated = sum(n for r, n in report.reasons().items() if r.startswith("contaminated"))
         progress.note(
             f"labeled set {report.file}: {report.accepted} of {report.candidates} tasks accepted, "
             f"{report.added} new in the pool"
+            + (f", {contaminated} left out as benchmark programs" if contaminated else "")
         )
     try:
         if start > cfg.run.steps:

@@ -115,7 +115,7 @@ class CurriculumConfig(Checked):
         ("cruxeval", "humaneval", "mbpp"),
         "benchmarks whose programs a proposal may not reproduce: such a proposal stays out of "
         "the pool, as a duplicate, and an imported seed or labeled task is rejected (except "
-        "against the benchmark whose own file a labeled set is); their data under "
+        "against the benchmark whose own data file is imported); their data under "
         "$SELFPLAY_DATA, absent data is skipped",
     )
     reference_dropout: float = knob(

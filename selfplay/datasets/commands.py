@@ -124,7 +124,11 @@ def import_command(args: argparse.Namespace) -> int:
         for path in args.files:
             checked, own = import_check(Path(path), names, loaded)
             if own:
-                print(f"{path} is {own} itself: not checked against {own}", file=sys.stderr)
+                print(
+                    f"{path} is {own} itself: not checked against {own}, whose scores are no "
+                    "held-out measurement for a model trained on this pool",
+                    file=sys.stderr,
+                )
             report = import_file(
                 store,
                 path,

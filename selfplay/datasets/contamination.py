@@ -24,10 +24,12 @@ The data sets are read from `$SELFPLAY_DATA` (`files.data_root`); a benchmark wh
 absent is listed in `missing` and its programs go unchecked (the run says so when it starts).
 
 Imports are checked too (`import_check`): a seed or labeled task whose program is a
-benchmark's is rejected as `contaminated:<benchmark>` (AZR's 7B seed set holds a CRUXEval
-program). A set that is a benchmark's own data file (`recipes/cpu_semi.yaml` trains on MBPP)
-is not checked against that benchmark: training on it is the user's choice, said when it is
-imported, and scores on it are then no held-out measurement.
+benchmark's is rejected as `contaminated:<benchmark>` (AZR's 7B seed set holds a CRUXEval and
+a HumanEval program; CRUXEval and MBPP share three). A file that is one of a benchmark's own
+data files (`OWN_FILES`: `recipes/cpu_semi.yaml` trains on `mbpp/mbpp.jsonl`) is not checked
+against that benchmark: training on it is the user's choice, said when it is imported, and
+scores on that benchmark are then no held-out measurement. A copy of such a file elsewhere is
+checked, and its tasks are rejected.
 """
 
 from __future__ import annotations
@@ -43,12 +45,18 @@ from pathlib import Path
 from selfplay.files import data_root, records
 from selfplay.proposer.canonical import canonical_program
 
-__all__ = ["BENCHMARK_FILES", "BenchmarkPrograms", "import_check", "normalise"]
+__all__ = ["BENCHMARK_FILES", "OWN_FILES", "BenchmarkPrograms", "import_check", "normalise"]
 
 BENCHMARK_FILES = {
     "cruxeval": "cruxeval/cruxeval.jsonl",
     "humaneval": "humaneval/HumanEval.jsonl.gz",
     "mbpp": "mbpp/mbpp.jsonl",
+}
+#: every data file of each benchmark (an import of one is not checked against its benchmark)
+OWN_FILES = {
+    "cruxeval": ("cruxeval/cruxeval.jsonl",),
+    "humaneval": ("humaneval/HumanEval.jsonl.gz",),
+    "mbpp": ("mbpp/mbpp.jsonl", "mbpp/sanitized-mbpp.json"),
 }
 _BODIES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -119,17 +127,22 @@ def import_check(
     path: Path, names: Iterable[str], loaded: BenchmarkPrograms | None = None
 ) -> tuple[BenchmarkPrograms, str]:
     """What an import of `path` is checked against: the programs of the benchmarks `names`
-    (`loaded`, where given, holds them already), less those of the benchmark whose own data
-    file `path` is; and that benchmark ("" for any other file)."""
+    (`loaded`, where given, holds them already), less those of the benchmark one of whose own
+    data files `path` is (`OWN_FILES`, symbolic links followed; a copy elsewhere is checked);
+    and that benchmark, where it is one of `names` ("" otherwise)."""
     root = data_root()
-    own = ""
-    for name, relative in BENCHMARK_FILES.items():
-        with contextlib.suppress(OSError):  # an absent benchmark file is no file of the import
-            if Path(path).samefile(root / relative):
-                own = name
     names = tuple(names)
-    if own in names or loaded is None:
-        return BenchmarkPrograms.load([name for name in names if name != own], root), own
+    own = ""
+    for name, relatives in OWN_FILES.items():
+        for relative in relatives:
+            with contextlib.suppress(OSError):  # an absent benchmark file is not the import's
+                if Path(path).samefile(root / relative):
+                    own = name
+    own = own if own in names else ""
+    wanted = [name for name in names if name != own]
+    if loaded is None or set(loaded.programs.values()) - set(wanted):
+        # loaded afresh, not filtered: a program of two benchmarks is filed under one only
+        return BenchmarkPrograms.load(wanted, root), own
     return loaded, own
 
 

@@ -130,7 +130,7 @@ def import_file(
     pending: list[Candidate] = []
     math: list[MathCandidate] = []
     own_checker = None
-    matches = _Matches(benchmarks)
+    seen: dict[str, str] = {}  # program: the benchmark it reproduces, "" for none
 
     def import_math() -> None:
         nonlocal checker, own_checker
@@ -156,9 +156,8 @@ def import_file(
             skipped = [c for c in found if isinstance(c, Reject)]
             report.candidates += len(skipped)  # counted as candidates that failed
             report.rejects += skipped
-            for cand in found:
-                if isinstance(cand, Candidate) and not _contaminated(cand, matches, report):
-                    pending.append(cand)
+            tasks = [c for c in found if isinstance(c, Candidate)]
+            pending += [c for c in tasks if not _contaminated(c, benchmarks, seen, report)]
             math += [c for c in found if isinstance(c, MathCandidate)]
             if len(pending) >= store.config.import_batch:
                 _import_batch(store, executor, pending, report)
@@ -175,25 +174,17 @@ def import_file(
     return report
 
 
-class _Matches(dict):
-    """The benchmark each program of an import reproduces ("" for none), each program looked
-    up once (a record gives several tasks of one program)."""
-
-    def __init__(self, benchmarks) -> None:
-        super().__init__()
-        self.benchmarks = benchmarks
-
-    def __missing__(self, program: str) -> str:
-        self[program] = self.benchmarks.match(program) if self.benchmarks is not None else ""
-        return self[program]
-
-
-def _contaminated(cand: Candidate, matches: _Matches, report: ImportReport) -> bool:
-    """Whether the candidate's program is a benchmark's (then it is a reported reject)."""
-    name = matches[cand.program]
+def _contaminated(cand: Candidate, benchmarks, seen: dict[str, str], report) -> bool:
+    """Whether the candidate's program is a benchmark's (then it is a reported reject); `seen`
+    holds the programs looked up so far (a record gives several tasks of one program)."""
+    if benchmarks is None:
+        return False
+    name = seen.get(cand.program)
+    if name is None:
+        name = seen[cand.program] = benchmarks.match(cand.program)
     if name:
         report.candidates += 1
-        detail = f"the program is a {name} program; the import keeps {name} held out"
+        detail = f"the program is one of {name}'s, which stay out of training"
         report.rejects.append(
             Reject(cand.line, cand.source_id, cand.type, f"contaminated:{name}", detail)
         )

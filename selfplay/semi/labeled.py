@@ -91,6 +91,7 @@ def import_labeled(
                 "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "path": str(path),
                 "decontaminated": sorted(set(checked.programs.values())),
+                "benchmark_itself": own,
             }
             log.write(json.dumps({**entry, **report.summary()}) + "\n")
             reports.append(report)

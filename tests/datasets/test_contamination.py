@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -126,7 +127,7 @@ def test_an_import_rejects_a_benchmark_program_before_running_it(tmp_path, execu
         unchecked = import_file(store, path, executor, labeled=True)
     assert report.reasons() == {"contaminated:cruxeval": 2}
     assert [r.line for r in report.rejects] == [1, 2]
-    assert "keeps cruxeval held out" in report.rejects[0].detail
+    assert "one of cruxeval's" in report.rejects[0].detail
     assert report.candidates == 3 and report.added == 1 and programs == [OWN_PROGRAM]
     assert unchecked.added == 2  # without benchmarks nothing is checked
 
@@ -143,7 +144,17 @@ def test_a_benchmarks_own_file_is_not_checked_against_it(tmp_path, monkeypatch):
     other.write_text("")
     assert import_check(other, names, loaded) == (loaded, "")
     assert import_check(other, (), None)[0].programs == {}
-    assert import_check(tmp_path / "mbpp" / "mbpp.jsonl", ("cruxeval",), loaded)[1] == "mbpp"
+    # checked against `names` only, whatever `loaded` holds besides; MBPP not checked: no exemption
+    checked, own = import_check(tmp_path / "mbpp" / "mbpp.jsonl", ("cruxeval",), loaded)
+    assert own == "" and list(checked.programs.values()) == ["cruxeval"]
+    # the same file by a relative path or a symbolic link; a copy is another file
+    monkeypatch.chdir(tmp_path / "mbpp")
+    assert import_check(Path("mbpp.jsonl"), names, loaded)[1] == "mbpp"
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "mbpp" / "mbpp.jsonl")
+    assert import_check(tmp_path / "link.jsonl", names, loaded)[1] == "mbpp"
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes((tmp_path / "mbpp" / "mbpp.jsonl").read_bytes())
+    assert import_check(copy, names, loaded) == (loaded, "")
 
 
 def test_a_runs_labeled_sets_are_decontaminated_and_logged(tmp_path, monkeypatch, executor, capsys):
@@ -162,6 +173,7 @@ def test_a_runs_labeled_sets_are_decontaminated_and_logged(tmp_path, monkeypatch
     assert reports[0].added == 2  # MBPP's own assert: a deduction and an abduction task
     log = [json.loads(line) for line in (tmp_path / "imports.jsonl").read_text().splitlines()]
     assert [entry["decontaminated"] for entry in log] == [["cruxeval"], ["cruxeval", "mbpp"]]
+    assert [entry["benchmark_itself"] for entry in log] == ["mbpp", ""]
     assert "mbpp.jsonl is mbpp itself" in capsys.readouterr().err
 
 

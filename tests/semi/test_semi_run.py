@@ -19,7 +19,8 @@ from tests.test_loop import overrides, seed_pool
 
 @pytest.mark.data
 def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
-    require_data("cruxeval/cruxeval.jsonl")
+    for relative in ("cruxeval/cruxeval.jsonl", "humaneval/HumanEval.jsonl.gz", "mbpp/mbpp.jsonl"):
+        require_data(relative)  # the labeled set, and the benchmarks it is checked against
     small = tmp_path / "small.jsonl"
     small.write_text(
         json.dumps({"program": "def f(x):\n    return x + 1", "input": "1", "output": "2"}) + "\n"
@@ -44,6 +45,9 @@ def test_labeled_sets_join_a_run_once(tmp_path, tiny_model_dir):
     imports = [json.loads(line) for line in (folder / "imports.jsonl").read_text().splitlines()]
     crux = imports[0]
     assert (crux["records"], crux["sampled_from"], crux["candidates"]) == (200, 800, 400)
+    # CRUXEval's own file: checked against the other benchmarks only (the run's wiring)
+    assert (crux["benchmark_itself"], crux["decontaminated"]) == ("cruxeval", ["humaneval", "mbpp"])
+    assert imports[1]["decontaminated"] == ["cruxeval", "humaneval", "mbpp"]
     assert 390 <= crux["added"] <= 400  # CRUXEval loses 6 of its 1600 tasks in all
     assert f"labeled set cruxeval.jsonl: {crux['added']} of 400 tasks accepted" in out.read_text()
     with TaskStore.open(pool, "test", config.curriculum) as store:
