@@ -22,6 +22,13 @@ class LoraConfig(Checked):
     target_modules: tuple[str, ...] = knob(
         LORA_TARGETS, "names of the linear layers that get adapters (module name endings)"
     )
+    init_seed: int = knob(
+        -1,
+        "seed of the adapters' initial weights, drawn from a generator of their own, so that "
+        "a seed study can vary them apart from what `run.seed` seeds (sampling, topics, the "
+        "update's order), which stays as it would be (-1: drawn as part of `run.seed`'s "
+        "stream). A resumed run's adapters come from its checkpoint",
+    )
     per_role: bool = knob(
         False,
         "two adapters on the one base model: the proposer's rollouts train one, the solver's "
@@ -40,6 +47,8 @@ class LoraConfig(Checked):
             raise ConfigError("trainer.lora.alpha must be positive")
         if self.per_role and self.rank == 0:
             raise ConfigError("trainer.lora.per_role needs adapters: set trainer.lora.rank")
+        if self.init_seed < -1:
+            raise ConfigError("trainer.lora.init_seed must be -1 (run.seed's stream) or a seed")
         if not 0 <= self.dropout < 1:
             raise ConfigError("trainer.lora.dropout must be in [0, 1)")
         if not self.target_modules or not all(self.target_modules):

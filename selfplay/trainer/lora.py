@@ -56,15 +56,34 @@ def wrap(model, config: LoraConfig):
         task_type="CAUSAL_LM",
     )
     if not config.per_role:
-        return get_peft_model(model, peft_config)
-    wrapped = get_peft_model(model, peft_config, adapter_name=ROLES[0])
-    for role in ROLES[1:]:  # each its own copy: a change to one role's leaves the other's
-        wrapped.add_adapter(role, copy.copy(peft_config))
-    wrapped.set_adapter(ROLES[0])
-    for name, parameter in wrapped.named_parameters():  # the optimizer holds every adapter
-        if ".lora_" in name:
-            parameter.requires_grad_(True)
+        wrapped = get_peft_model(model, peft_config)
+    else:
+        wrapped = get_peft_model(model, peft_config, adapter_name=ROLES[0])
+        for role in ROLES[1:]:  # each its own copy: a change to one role's leaves the other's
+            wrapped.add_adapter(role, copy.copy(peft_config))
+        wrapped.set_adapter(ROLES[0])
+        for name, parameter in wrapped.named_parameters():  # the optimizer holds every adapter
+            if ".lora_" in name:
+                parameter.requires_grad_(True)
+    if config.init_seed >= 0:
+        _initialise(wrapped, config.init_seed)
     return wrapped
+
+
+def _initialise(model, seed: int) -> None:
+    """Draw every adapter's initial weights again as peft draws them (A as `nn.Linear`'s
+    weights, B zero: the model computes what its base does), from a generator seeded with
+    `seed`; the global random state is left as the first draw left it, so that whatever else
+    the run seeds draws what it would have drawn."""
+    import torch
+    from peft.tuners.lora import LoraLayer
+
+    with torch.random.fork_rng(devices=list(range(torch.cuda.device_count()))):
+        torch.manual_seed(seed)
+        for module in model.modules():
+            if isinstance(module, LoraLayer):
+                for adapter in sorted(module.lora_A.keys()):
+                    module.reset_lora_parameters(adapter, True)
 
 
 def per_role(model) -> bool:

@@ -236,3 +236,34 @@ def test_adapter_only_state_under_ddp_names(tmp_path):
             assert torch.equal(a, b), name
     finally:
         dist.destroy_process_group()
+
+
+def _adapters(model) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+
+
+@pytest.mark.parametrize("per_role", [False, True])
+def test_an_init_seed_sets_the_adapters_apart_from_the_run_seed(per_role):
+    """`init_seed`: the same adapters whatever the global seed, other ones for another init
+    seed, B still zero, and the global random stream left as a plain wrap leaves it."""
+    config = LoraConfig(rank=4, alpha=8.0, per_role=per_role)
+    seeded = LoraConfig(rank=4, alpha=8.0, per_role=per_role, init_seed=5)
+    made = {}
+    for run_seed in (0, 1):
+        for name, lora in (("plain", config), ("seeded", seeded)):
+            model = tiny_model()
+            torch.manual_seed(run_seed)
+            made[name, run_seed] = _adapters(wrap(model, lora)), torch.rand(3)
+    for run_seed in (0, 1):  # the run's stream after the wrap is the plain wrap's
+        assert torch.equal(made["plain", run_seed][1], made["seeded", run_seed][1])
+    plain, seeded_0, seeded_1 = made["plain", 0][0], made["seeded", 0][0], made["seeded", 1][0]
+    assert plain.keys() == seeded_0.keys() and len(plain) > 0
+    assert all(torch.equal(seeded_0[n], seeded_1[n]) for n in plain)
+    a_names = [n for n in plain if "lora_A" in n]
+    assert not any(torch.equal(plain[n], seeded_0[n]) for n in a_names)
+    assert all(not seeded_0[n].any() for n in plain if "lora_B" in n)
+    other = _adapters(wrap(tiny_model(), LoraConfig(rank=4, alpha=8.0, per_role=per_role,
+                                                    init_seed=6)))  # fmt: skip
+    assert not any(torch.equal(other[n], seeded_0[n]) for n in a_names)
+    with pytest.raises(ConfigError, match="init_seed"):
+        load(None, ["trainer.lora.init_seed=-2"])
