@@ -53,11 +53,8 @@ BENCHMARK_FILES = {
     "mbpp": "mbpp/mbpp.jsonl",
 }
 #: every data file of each benchmark (an import of one is not checked against its benchmark)
-OWN_FILES = {
-    "cruxeval": ("cruxeval/cruxeval.jsonl",),
-    "humaneval": ("humaneval/HumanEval.jsonl.gz",),
-    "mbpp": ("mbpp/mbpp.jsonl", "mbpp/sanitized-mbpp.json"),
-}
+OWN_FILES = {name: (relative,) for name, relative in BENCHMARK_FILES.items()}
+OWN_FILES["mbpp"] += ("mbpp/sanitized-mbpp.json",)
 _BODIES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
