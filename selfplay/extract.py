@@ -151,6 +151,16 @@ def clean_program(source: str) -> tuple[str, list[str]]:
     return "\n\n".join(kept), calls
 
 
+def has_test_code(source: str) -> bool:
+    """Whether a program that parses has top-level statements besides its definitions (what
+    `clean_program` leaves out: calls, prints, asserts, `if __name__ == ...`)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return not all(_is_definition(node) for node in tree.body)
+
+
 def call_arguments(text: str) -> str | None:
     """`a, b` for text that is exactly a call `f(a, b)`; None otherwise."""
     try:

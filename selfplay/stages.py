@@ -296,7 +296,8 @@ def _attempt(run: Run, tasks, purpose: str, params, attempted: list, group: int,
         strict=True,
     ):
         for c in generation.completions:
-            parsed = parse_answer(reply(prompt, c.text), task.type, truncated=c.cut)
+            text = reply(prompt, c.text)
+            parsed = parse_answer(text, task.type, c.cut, roles.bare_programs)
             attempted.append(
                 Attempted(
                     task_id,

@@ -51,6 +51,13 @@ class RolesConfig(Checked):
         "(selfplay/solver/prompts.py). A new task's solve rate is asked in the first; "
         "evaluation asks in the answer layout",
     )
+    bare_programs: bool = knob(
+        False,
+        "an induction answer in a run is its definitions alone: a program followed by top-level "
+        "code (calls of f, prints, asserts) earns reward.solver_malformed instead of being "
+        "judged without that code, so tokens that write the prompt's examples back out are "
+        "never rewarded (evaluation keeps judging the cleaned program)",
+    )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(
         False,

@@ -6,7 +6,8 @@ deduction  the last block tagged `output` (or `answer`, `result`), else the last
            `assert f(...) == value`. Inline backticks and a final full stop are removed.
 abduction  likewise with `input` (untagged blocks must be an argument list or a call of `f`);
            a whole call `f(...)` is reduced to its arguments.
-induction  the last program defining `f`, cleaned of top-level test code (see `extract`).
+induction  the last program defining `f`, cleaned of top-level test code (see `extract`);
+           with `bare_programs`, a program followed by such code is no answer (`test_code`).
 math       the final answer as `selfplay.mathcheck.extract_answer` reads it (`\\boxed{}`,
            "the answer is", a last number, ...), for the math checker.
 
@@ -35,7 +36,9 @@ _LABELS = {"deduction": ("output", "returns", "result"), "abduction": ("input",)
 _EQUALS = re.compile(r"^\s*(?:assert\s+)?f\((.*)\)\s*==\s*(.+?)\s*$", re.M)
 
 
-def parse_answer(text: str, task_type: TaskType, truncated: bool = False) -> Answer | ParseFailure:
+def parse_answer(
+    text: str, task_type: TaskType, truncated: bool = False, bare_programs: bool = False
+) -> Answer | ParseFailure:
     if not isinstance(text, str) or not text.strip():
         return ParseFailure("empty", "the completion is empty")
     region = extract.answer_region(text)
@@ -43,6 +46,9 @@ def parse_answer(text: str, task_type: TaskType, truncated: bool = False) -> Ans
         value = extract_answer(text) or ""
     elif task_type == "induction":
         found = extract.program_blocks(region) or extract.program_blocks(text)
+        if found and bare_programs and extract.has_test_code(found[-1]):
+            why = "the program is followed by top-level code (calls, prints, tests)"
+            return ParseFailure("test_code", why)
         value = extract.clean_program(found[-1])[0] if found else ""
     else:
         value = _value(region, task_type, has_answer_tag="<answer>" in text.lower())
