@@ -160,6 +160,20 @@ both); children that unmarshal their own programs (zygote -5 us a run, children 
 leaving subscripts and plain `for` loops unwrapped, whose guards are `operator.getitem` and
 `iter` (compile ~158 -> ~147 us a program, runs unchanged: ~3% of a validation, for a rewrite
 that no longer matches RestrictedPython's).
+
+Then (2026-11-29, 2 cores, alone), a timeline of one pass: the helpers compile for ~70 ms, the
+first runs go out as one batch per worker, then the second runs, then the caller judged all 788
+outputs (~10 ms on one core, the other idle), and the worker that finished its second runs
+first waited up to ~10 ms for its peer. Now, once everything is compiled, a batch is at most one
+child's worth of runs (no more children than before) and finished cases are judged a chunk at a
+time while the workers run: a pass ~155 -> ~142 ms, a same-process A/B of `validate_cases`
+over 20 alternating passes 2-5% faster. This benchmark, 8 runs of each checkout alternating:
+1.00-1.11x (median 1.035) against 0.96-1.06x (median 1.00); with 8 more of the new one,
+0.95-1.11x over 16, median 1.015. Still at AZR's rate within the machine's noise, not
+reliably above it. Profiling the children's turnover once more: a forked child of the zygote
+that runs nothing costs ~1.1 ms of CPU and ~300 page faults, of which `threading`'s at-fork
+handler (the module comes with the zygote's allowed modules) is ~0.25 ms and ~100 faults: ~2 us
+of a ~350 us validation at 256 runs a child, not worth bypassing Python's fork.
 """
 
 from __future__ import annotations
