@@ -152,13 +152,29 @@ def clean_program(source: str) -> tuple[str, list[str]]:
 
 
 def has_test_code(source: str) -> bool:
-    """Whether a program that parses has top-level statements besides its definitions (what
-    `clean_program` leaves out: calls, prints, asserts, `if __name__ == ...`)."""
+    """Whether a program that parses demonstrates itself at top level: a statement
+    `clean_program` leaves out that is a call (`print(f(6))`, `check()`), asserts, or calls `f`
+    or `print` anywhere in it (`x = f(1)`, the same under `if __name__ == ...`). A docstring,
+    `pass`, a guarded import or a constant built with a call (`VOWELS = set('aeiou')`) is none."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    return not all(_is_definition(node) for node in tree.body)
+    for node in tree.body:
+        if _is_definition(node):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            return True
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Assert):
+                return True
+            if (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Name)
+                and sub.func.id in ("f", "print")
+            ):
+                return True
+    return False
 
 
 def call_arguments(text: str) -> str | None:

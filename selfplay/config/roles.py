@@ -53,10 +53,10 @@ class RolesConfig(Checked):
     )
     bare_programs: bool = knob(
         False,
-        "an induction answer in a run is its definitions alone: a program followed by top-level "
-        "code (calls of f, prints, asserts) earns reward.solver_malformed instead of being "
-        "judged without that code, so tokens that write the prompt's examples back out are "
-        "never rewarded (evaluation keeps judging the cleaned program)",
+        "an induction answer in a run (trained, and asked for a new task's solve rate) whose "
+        "top-level code is a call or an assertion (the prompt's examples written back out) "
+        "earns reward.solver_malformed instead of being judged without that code "
+        "(extract.has_test_code); evaluation keeps judging the cleaned program",
     )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
     prefill: bool = knob(

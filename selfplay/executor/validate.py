@@ -114,6 +114,8 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
     finally:
         if ahead is not None:
             ahead.cancel()
+        while pool.busy:  # after an exception: leave no batch pending for the next caller
+            pool.collect(None)
     judge(len(complete))
     return verdicts
 

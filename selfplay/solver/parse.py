@@ -7,7 +7,8 @@ deduction  the last block tagged `output` (or `answer`, `result`), else the last
 abduction  likewise with `input` (untagged blocks must be an argument list or a call of `f`);
            a whole call `f(...)` is reduced to its arguments.
 induction  the last program defining `f`, cleaned of top-level test code (see `extract`);
-           with `bare_programs`, a program followed by such code is no answer (`test_code`).
+           with `bare_programs`, a program whose top-level code demonstrates it (a call, an
+           assertion) is no answer (`test_code`; `extract.has_test_code`).
 math       the final answer as `selfplay.mathcheck.extract_answer` reads it (`\\boxed{}`,
            "the answer is", a last number, ...), for the math checker.
 
@@ -47,7 +48,7 @@ def parse_answer(
     elif task_type == "induction":
         found = extract.program_blocks(region) or extract.program_blocks(text)
         if found and bare_programs and extract.has_test_code(found[-1]):
-            why = "the program is followed by top-level code (calls, prints, tests)"
+            why = "the program demonstrates itself at top level (calls, prints, asserts)"
             return ParseFailure("test_code", why)
         value = extract.clean_program(found[-1])[0] if found else ""
     else:

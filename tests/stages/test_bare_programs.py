@@ -26,11 +26,18 @@ class InductionAnswerer(PoolAnswerer):
         return BARE if right else ECHO
 
 
-def test_test_code_is_what_clean_program_leaves_out():
+def test_test_code_is_a_top_level_call_of_f_or_print_or_an_assertion():
     assert has_test_code(f"{TRIPLE}\nprint(f(1))")
+    assert has_test_code(f"{TRIPLE}\nprint('done')")
+    assert has_test_code(f"{TRIPLE}\ndef check():\n    assert f(1) == 3\ncheck()")
     assert has_test_code(f"{TRIPLE}\nresult = f(1)")
+    assert has_test_code(f"{TRIPLE}\nassert f(2) == 6")
     assert has_test_code(f"{TRIPLE}\nif __name__ == '__main__':\n    f(1)")
+    assert has_test_code(f"print(f(1))\n{TRIPLE}")  # before the function as well
     assert not has_test_code(f"import math\nLIMIT = 3\n{TRIPLE}\n# f(1) == 3")
+    assert not has_test_code(f'"""Triples n."""\n{TRIPLE}')
+    assert not has_test_code(f"VOWELS = set('aeiou')\n{TRIPLE}\npass")
+    assert not has_test_code(f"try:\n    import math\nexcept ImportError:\n    pass\n{TRIPLE}")
     assert not has_test_code("def f(:")  # the executor reports the syntax error
 
 
@@ -41,6 +48,13 @@ def test_the_parser_refuses_test_code_only_when_asked():
     assert parse_answer(BARE, "induction", bare_programs=True) == Answer(
         "induction", f"LIMIT = 3\n\n{TRIPLE}"
     )
+    # not caught: an unfenced program ends at its first unindented line (docs/design.md)
+    unfenced = f"Here it is:\n{TRIPLE}\nprint(f(1))"
+    assert parse_answer(unfenced, "induction", bare_programs=True) == Answer("induction", TRIPLE)
+    main = f"```python\n{TRIPLE}\n\nif __name__ == '__main__':\n    print(f(1))\n```"
+    assert parse_answer(main, "induction", bare_programs=True).reason == "test_code"
+    documented = f'```python\n"""Triples n."""\n{TRIPLE}\n```'
+    assert parse_answer(documented, "induction", bare_programs=True) == Answer("induction", TRIPLE)
     assert parse_answer("```output\n3\n```", "deduction", bare_programs=True) == Answer(
         "deduction", "3"
     )
