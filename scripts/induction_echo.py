@@ -50,7 +50,7 @@ def summarise(folder: Path, blocks: int) -> dict:
     return {
         "run": folder.name,
         "steps": last,
-        "induction_replies_echoing_rewarded": {b: c for b, c in counts.items()},
+        "induction_replies_echoing_rewarded": counts,
         "echo_share_of_positive_advantage_tokens": {
             b: round(echo_mass[b] / mass[b], 3) for b in mass if mass[b]
         },

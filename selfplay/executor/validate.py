@@ -51,7 +51,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
     in_flight: dict[int, list[tuple[int, int]]] = {}
     results: tuple[dict[int, RunResult], dict[int, RunResult]] = ({}, {})
     complete: list[int] = []  # cases whose runs are all back, in that order
-    judged = [0]  # how many of them have their verdict
+    judged = 0  # how many of them have their verdict
 
     def dispatch(unit: int, most: int | None = None) -> None:
         """Idle workers get their queued runs, a multiple of `unit` of them, at most `most`."""
@@ -74,10 +74,11 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
                     complete.append(k)
 
     def judge(count: int) -> None:
-        for k in complete[judged[0] : judged[0] + count]:
+        nonlocal judged
+        for k in complete[judged : judged + count]:
             case, _, call = ready[k]
             verdicts[case] = _judge(executor, call.text, results[0][k], results[1].get(k))
-        judged[0] = min(len(complete), judged[0] + count)
+        judged = min(len(complete), judged + count)
 
     ahead = executor.precompile(cases, mode, _CHUNK)  # compile helpers, ahead of this loop
     try:
@@ -107,7 +108,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
         while in_flight or any(queued.values()):
             dispatch(1, per_child)
             finished = pool.collect(0)
-            while not finished and judged[0] < len(complete):
+            while not finished and judged < len(complete):
                 judge(_CHUNK)  # while the workers run, a slice at a time
                 finished = pool.collect(0)
             take(finished or pool.collect(None))

@@ -1,6 +1,6 @@
-"""`roles.bare_programs`: an induction answer followed by top-level code (the prompt's examples
-written back out as calls, prints or asserts) earns the malformed reward instead of being judged
-without that code, so no rewarded token copies the prompt; evaluation is unchanged."""
+"""`roles.bare_programs`: an induction answer whose top-level code demonstrates it (the prompt's
+examples written back out as calls, prints or asserts) earns the malformed reward instead of
+being judged without that code; evaluation is unchanged."""
 
 from __future__ import annotations
 
