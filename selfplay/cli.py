@@ -1,7 +1,7 @@
 """The `selfplay` command. Each area registers its own subcommands:
 
 validate, verify      the sandboxed executor          (selfplay/executor/commands.py)
-pool                  the task pool: import, export, stats (selfplay/datasets/commands.py)
+pool                  the task pool: import, export, stats, rename (selfplay/datasets/commands.py)
 model prepare         the model that plays both roles  (selfplay/engine/commands.py)
 run                   a self-play run                  (selfplay/loop.py)
 eval                  benchmarks with pass@k           (selfplay/eval/commands.py)

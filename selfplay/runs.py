@@ -166,7 +166,6 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     from accelerate.state import AcceleratorState
     from accelerate.utils import set_seed
 
-    from selfplay.curriculum import TaskStore
     from selfplay.executor import Executor
     from selfplay.semi.selection import select
 
@@ -211,19 +210,12 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         folder.mkdir(parents=True, exist_ok=True)
         _save_config(config, folder)
     executor = Executor(config.executor)
+    latest = ranks.broadcast(Checkpoints(folder).latest())
     local = None
     if ranks.is_main:
-        local = TaskStore.open(
-            config.curriculum.store,
-            config.curriculum.run,
-            config.curriculum,
-            run_config=to_dict(config),
-            answers=config.selfplay.solver_samples,
-            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
-        )
+        local = _open_pool(config, resumed=latest is not None, select=select)
     store = SharedStore(local, ranks)
     start, saved = 1, {}
-    latest = ranks.broadcast(Checkpoints(folder).latest())
     if latest is not None:
         saved = Checkpoints(folder).load(accelerator, latest)
         start = saved["step"] + 1
@@ -253,6 +245,35 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     if ranks.is_main:
         _prepare_pool(run, labeled, start)
     return run, start
+
+
+def _open_pool(config: Config, resumed: bool, select):
+    """The run's pool. A run resuming from a checkpoint needs the pool its steps wrote: a
+    store without the run (another `curriculum.store`, or a run folder copied under a new
+    name) is an error, not a new empty pool under a model trained for many steps."""
+    from selfplay.curriculum import StoreError, TaskStore
+
+    name, path = config.curriculum.run, config.curriculum.store
+    try:
+        return TaskStore.open(
+            path,
+            name,
+            config.curriculum,
+            create=not resumed,
+            run_config=to_dict(config),
+            answers=config.selfplay.solver_samples,
+            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
+        )
+    except StoreError as error:
+        if not resumed or "no run named" not in str(error):
+            raise
+        held = ", ".join(TaskStore.runs(path, config.curriculum)) or "none"
+        raise StoreError(
+            f"the run folder has checkpoints but the pool {path} has no run named {name!r} "
+            f"(it holds: {held}); point curriculum.store at the run's pool, or, for a run "
+            "folder copied under a new name, rename the run in the copied pool "
+            "(`selfplay pool rename`)"
+        ) from None
 
 
 def _roll_back(store, step: int) -> None:

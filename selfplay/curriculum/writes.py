@@ -85,6 +85,14 @@ def find_or_create_run(engine, name: str, create: bool, config: dict | None = No
         return run_id
 
 
+def rename_run(engine, run_id: int, name: str) -> None:
+    """Give run `run_id` the name `name` (a run folder copied to go on under a new name)."""
+    with database.write(engine) as s:
+        if s.scalar(select(RunRow.id).where(RunRow.name == name)) is not None:
+            raise StoreError(f"the store already has a run named {name!r}")
+        s.get(RunRow, run_id).name = name
+
+
 # -- tasks ------------------------------------------------------------------------------------
 
 

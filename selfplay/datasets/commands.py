@@ -1,9 +1,10 @@
-"""`selfplay pool import|export|stats`: the task pool from the command line.
+"""`selfplay pool import|export|stats|rename`: the task pool from the command line.
 
   selfplay pool import FILE... --store PATH_OR_URL [--labeled] [--run NAME] [--rejects OUT]
                        [--limit N [--sample-seed S]]
   selfplay pool export --store PATH_OR_URL --format jsonl|parquet|hf --out PATH [filters]
   selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json] [--programs]
+  selfplay pool rename --store PATH_OR_URL [--run NAME] NEW_NAME
 
 `--store` is a SQLite file path or a database URL. Without `--run`, a store holding one run
 means that run; an empty store gets `curriculum.run` on import. Import prints one JSON summary
@@ -13,7 +14,8 @@ of each file (a small labeled set). A task whose program is a program of a bench
 `curriculum.decontaminate` is rejected as `contaminated:<benchmark>`, except against the
 benchmark whose own data file is imported (`contamination.import_check`). Trailing
 `section.field=value` arguments override the configuration (e.g.
-`curriculum.seed_visible_fraction=0.5 executor.workers=4`).
+`curriculum.seed_visible_fraction=0.5 executor.workers=4`). `rename` gives a run another name:
+a run folder copied to go on under a new `curriculum.run` resumes only with its pool renamed.
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     _common(p)
     p.set_defaults(handler=stats_command)
+
+    p = commands.add_parser("rename", help="give a run of the store another name")
+    p.add_argument("name", metavar="NEW_NAME", help="the run's new name")
+    _common(p)
+    p.set_defaults(handler=rename_command)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -202,4 +209,14 @@ def stats_command(args: argparse.Namespace) -> int:
         print(json.dumps(data))
     else:
         print(stats.table())
+    return 0
+
+
+def rename_command(args: argparse.Namespace) -> int:
+    from selfplay.curriculum.writes import rename_run
+
+    _, store = _open(args, create=False)
+    with store:
+        rename_run(store.engine, store.run_id, args.name)
+    print(f"run {store.run!r} of {args.store} is now {args.name!r}", file=sys.stderr)
     return 0

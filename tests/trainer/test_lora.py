@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import shutil
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -193,6 +196,27 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     assert start == 4
     assert all(torch.equal(v, saved[k]) for k, v in state.model.state_dict().items())
     close_run(state)
+
+    # a folder with checkpoints resumes with its own pool only: none there is an error (the
+    # pools it finds named), not a model of step 4 going on from an empty pool
+    from selfplay.curriculum import StoreError
+
+    other = tmp_path / "other.sqlite"
+    with pytest.raises(StoreError, match=r"no run named 'test' \(it holds: none\)"):
+        open_run(load(None, [*args, "run.steps=5", f"curriculum.store={other}"]))
+    # a copied pool resumes once its run has the run's name
+    shutil.copy(folder / "pool.sqlite", other)
+    copied = [*args, "run.steps=5", f"curriculum.store={other}", "curriculum.run=copy"]
+    with pytest.raises(StoreError, match="it holds: test"):
+        open_run(load(None, copied))
+    rename = [sys.executable, "-m", "selfplay.cli", "pool", "rename", "--store", str(other)]
+    done = subprocess.run([*rename, "copy"], capture_output=True, text=True)
+    assert done.returncode == 0 and "now 'copy'" in done.stderr, done.stderr
+    state, start = open_run(load(None, copied))
+    assert start == 4 and state.store.local.run == "copy" and len(state.store.local) > 0
+    close_run(state)
+    again = subprocess.run([*rename, "--run", "copy", "copy"], capture_output=True, text=True)
+    assert again.returncode == 1 and "already has a run named 'copy'" in again.stderr
 
     # evaluation loads the checkpoint's merged model, a plain transformers model
     _, source = resolve_model(str(folder), [])
