@@ -166,6 +166,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     from accelerate.state import AcceleratorState
     from accelerate.utils import set_seed
 
+    from selfplay.curriculum import TaskStore
     from selfplay.executor import Executor
     from selfplay.semi.selection import select
 
@@ -191,6 +192,9 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     folder = run_folder(config)
     config = _resolved(config, folder)
     _check_sharding(accelerator, config)
+    latest = ranks.broadcast(Checkpoints(folder).latest())
+    if latest is not None:  # before the model loads and the folder's config is rewritten
+        ranks.on_main(_check_pool_to_resume, config, folder)
     if announce is not None and ranks.is_main:
         precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
         announce(config, folder, str(accelerator.device), ranks.world_size, precision)
@@ -210,10 +214,17 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         folder.mkdir(parents=True, exist_ok=True)
         _save_config(config, folder)
     executor = Executor(config.executor)
-    latest = ranks.broadcast(Checkpoints(folder).latest())
     local = None
     if ranks.is_main:
-        local = _open_pool(config, resumed=latest is not None, select=select)
+        local = TaskStore.open(
+            config.curriculum.store,
+            config.curriculum.run,
+            config.curriculum,
+            create=latest is None,  # a resumed run's pool holds it (`_check_pool_to_resume`)
+            run_config=to_dict(config),
+            answers=config.selfplay.solver_samples,
+            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
+        )
     store = SharedStore(local, ranks)
     start, saved = 1, {}
     if latest is not None:
@@ -247,33 +258,34 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     return run, start
 
 
-def _open_pool(config: Config, resumed: bool, select):
-    """The run's pool. A run resuming from a checkpoint needs the pool its steps wrote: a
-    store without the run (another `curriculum.store`, or a run folder copied under a new
-    name) is an error, not a new empty pool under a model trained for many steps."""
-    from selfplay.curriculum import StoreError, TaskStore
+def _check_pool_to_resume(config: Config, folder: Path) -> None:
+    """A run resuming from a checkpoint needs the pool its steps wrote. A store without the run
+    (another `curriculum.store`, or a run folder copied under a new name) is refused, not given
+    a new empty pool under a model trained for many steps."""
+    from selfplay.curriculum import StoreError, TaskStore, database
 
-    name, path = config.curriculum.run, config.curriculum.store
-    try:
-        return TaskStore.open(
-            path,
-            name,
-            config.curriculum,
-            create=not resumed,
-            run_config=to_dict(config),
-            answers=config.selfplay.solver_samples,
-            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
+    name, store = config.curriculum.run, config.curriculum.store
+    held = TaskStore.runs(store, config.curriculum)
+    if name in held:
+        return
+    url = database.resolve_url(store, name)
+    where = database.shown(url)
+    path = Path(url.removeprefix("sqlite:///"))
+    if url.startswith("sqlite:///") and path.is_relative_to(folder.resolve()) and held:
+        copied = held[0] if len(held) == 1 else "RUN"
+        fix = (
+            "a run folder copied under a new name: rename the run in its pool "
+            f"(selfplay pool rename --store {path} --run {copied} {name})"
         )
-    except StoreError as error:
-        if not resumed or "no run named" not in str(error):
-            raise
-        held = ", ".join(TaskStore.runs(path, config.curriculum)) or "none"
-        raise StoreError(
-            f"the run folder has checkpoints but the pool {path} has no run named {name!r} "
-            f"(it holds: {held}); point curriculum.store at the run's pool, or, for a run "
-            "folder copied under a new name, rename the run in the copied pool "
-            "(`selfplay pool rename`)"
-        ) from None
+    else:
+        fix = (
+            "point curriculum.store at the run's pool; a pool outside the run folder is not "
+            "copied with it (copy it too, and point curriculum.store at the copy)"
+        )
+    raise StoreError(
+        f"{folder} has checkpoints but the pool {where} has no run named {name!r} (it holds: "
+        f"{', '.join(held) or 'none'}); {fix}"
+    )
 
 
 def _roll_back(store, step: int) -> None:

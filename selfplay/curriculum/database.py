@@ -58,6 +58,20 @@ def resolve_url(store: str, run: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
+def shown(url: str) -> str:
+    """A database URL as it may be printed or logged: its password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def missing_file(url: str) -> bool:
+    """Whether `url` names a SQLite file that does not exist (yet)."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return False
+    return not Path(database).exists()
+
+
 def create(url: str, config: CurriculumConfig) -> Engine:
     """An engine for `url`, configured as the module docstring says."""
     parsed = make_url(url)

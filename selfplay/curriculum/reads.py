@@ -10,9 +10,10 @@ from sqlalchemy import BigInteger, Row, Text, case, select
 
 from selfplay.curriculum import database
 from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.migrations import ensure_schema
 from selfplay.curriculum.pool import PoolIndex
 from selfplay.curriculum.records import ORIGINS, PoolTask, Provenance
-from selfplay.curriculum.schema import TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.schema import RunRow, TaskReference, TaskRow, TaskStats
 from selfplay.curriculum.writes import COUNTS, STATE, among, chunks
 from selfplay.types import TASK_TYPES, Task
 
@@ -141,3 +142,18 @@ def induction_inputs(
             for program, inputs in s.execute(query.where(among(s, TaskRow.program, chunk, Text))):
                 found[program].append(frozenset(inputs))
     return found
+
+
+def run_names(store: str, config) -> list[str]:
+    """The runs a store holds, oldest first; a SQLite file that does not exist holds none and
+    is not created."""
+    url = database.resolve_url(store, config.run)
+    if database.missing_file(url):
+        return []
+    engine = database.create(url, config)
+    try:
+        ensure_schema(engine)
+        with database.read(engine) as s:
+            return list(s.scalars(select(RunRow.name).order_by(RunRow.id)))
+    finally:
+        engine.dispose()

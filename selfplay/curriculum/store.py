@@ -48,7 +48,7 @@ from selfplay.curriculum.records import (
     SolverBatch,
     TaskAttempts,
 )
-from selfplay.curriculum.schema import Ability, Attempt, RunRow
+from selfplay.curriculum.schema import Ability, Attempt
 from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
 from selfplay.types import TASK_TYPES, Task, TaskType
 
@@ -169,15 +169,8 @@ class TaskStore:
 
     @staticmethod
     def runs(store: str, config: CurriculumConfig | None = None) -> list[str]:
-        """Names of the runs a store holds (an empty list for a new store)."""
-        config = config or CurriculumConfig()
-        engine = database.create(database.resolve_url(store, config.run), config)
-        try:
-            ensure_schema(engine)
-            with database.read(engine) as s:
-                return list(s.scalars(select(RunRow.name).order_by(RunRow.id)))
-        finally:
-            engine.dispose()
+        """Names of the runs a store holds (none for a new store; a missing file stays so)."""
+        return reads.run_names(store, config or CurriculumConfig())
 
     def reload(self) -> None:
         """Re-read the per-task state and abilities from the database."""

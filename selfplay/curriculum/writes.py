@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
@@ -85,12 +86,20 @@ def find_or_create_run(engine, name: str, create: bool, config: dict | None = No
         return run_id
 
 
-def rename_run(engine, run_id: int, name: str) -> None:
-    """Give run `run_id` the name `name` (a run folder copied to go on under a new name)."""
-    with database.write(engine) as s:
-        if s.scalar(select(RunRow.id).where(RunRow.name == name)) is not None:
-            raise StoreError(f"the store already has a run named {name!r}")
-        s.get(RunRow, run_id).name = name
+def rename_run(engine, old: str, new: str) -> None:
+    """Give the run `old` the name `new` (a copied run folder's pool, to go on under `new`)."""
+    if not new.strip() or len(new) > RunRow.name.type.length:
+        raise StoreError(f"a run's name is 1 to {RunRow.name.type.length} characters")
+    try:
+        with database.write(engine) as s:
+            run = s.scalar(select(RunRow).where(RunRow.name == old))
+            if run is None:
+                raise StoreError(f"the store has no run named {old!r}")
+            if s.scalar(select(RunRow.id).where(RunRow.name == new)) is not None:
+                raise StoreError(f"the store already has a run named {new!r}")
+            run.name = new
+    except IntegrityError:  # another process took the name meanwhile
+        raise StoreError(f"the store already has a run named {new!r}") from None
 
 
 # -- tasks ------------------------------------------------------------------------------------

@@ -95,7 +95,14 @@ def _open(args, create: bool):
     try:
         return _open_store(TaskStore, cfg, args, create)
     except OperationalError as err:
-        raise StoreError(f"cannot open the store {args.store}: {err.orig}") from None
+        raise StoreError(f"cannot open the store {_shown(args.store)}: {err.orig}") from None
+
+
+def _shown(store: str) -> str:
+    """`--store` as it may be printed: a URL's password hidden."""
+    from selfplay.curriculum.database import shown
+
+    return shown(store) if "://" in store else store
 
 
 def _open_store(TaskStore, cfg, args, create: bool):
@@ -105,7 +112,7 @@ def _open_store(TaskStore, cfg, args, create: bool):
         if len(runs) > 1:
             raise StoreError(f"the store holds runs {runs}; choose one with --run")
         if not runs and not create:
-            raise StoreError(f"the store {args.store} holds no tasks")
+            raise StoreError(f"the store {_shown(args.store)} holds no tasks")
         run = runs[0] if runs else cfg.curriculum.run
     return cfg, TaskStore.open(args.store, run, cfg.curriculum, create=create)
 
@@ -213,10 +220,28 @@ def stats_command(args: argparse.Namespace) -> int:
 
 
 def rename_command(args: argparse.Namespace) -> int:
+    """Rename a run in place: no estimates replayed, no index loaded, whatever the pool's size.
+    Meant for a copied pool that no run has open; the runs that write to it go by its id."""
+    from selfplay.curriculum import database
+    from selfplay.curriculum.reads import run_names
     from selfplay.curriculum.writes import rename_run
 
-    _, store = _open(args, create=False)
-    with store:
-        rename_run(store.engine, store.run_id, args.name)
-    print(f"run {store.run!r} of {args.store} is now {args.name!r}", file=sys.stderr)
+    if "{run}" in args.store:
+        raise StoreError("--store: name the pool itself, not a template with {run}")
+    cfg = config_module.load(None, args.overrides)
+    try:
+        runs = run_names(args.store, cfg.curriculum)
+        if not runs:
+            raise StoreError(f"the store {_shown(args.store)} holds no run")
+        if args.run is None and len(runs) > 1:
+            raise StoreError(f"the store holds runs {runs}; choose one with --run")
+        old = args.run or runs[0]
+        engine = database.create(database.resolve_url(args.store, old), cfg.curriculum)
+        try:
+            rename_run(engine, old, args.name)
+        finally:
+            engine.dispose()
+    except OperationalError as err:
+        raise StoreError(f"cannot open the store {_shown(args.store)}: {err.orig}") from None
+    print(f"run {old!r} is now {args.name!r}", file=sys.stderr)
     return 0

@@ -202,16 +202,33 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     from selfplay.curriculum import StoreError
 
     other = tmp_path / "other.sqlite"
-    with pytest.raises(StoreError, match=r"no run named 'test' \(it holds: none\)"):
+    config_text = (folder / "config.yaml").read_text()
+    with pytest.raises(StoreError, match=r"no run named 'test' \(it holds: none\); point"):
         open_run(load(None, [*args, "run.steps=5", f"curriculum.store={other}"]))
-    # a copied pool resumes once its run has the run's name
+    # refused before the model loads: the folder's config kept, no empty pool file made
+    assert (folder / "config.yaml").read_text() == config_text and not other.exists()
+    # the folder's own pool under another run name: the pool is renamed with the folder
+    with pytest.raises(
+        StoreError, match="it holds: test.*selfplay pool rename --store .* --run test copy"
+    ):
+        open_run(load(None, [*args, "run.steps=5", "curriculum.run=copy"]))
+    # a pool elsewhere, copied: it resumes once its run has the run's name
     shutil.copy(folder / "pool.sqlite", other)
     copied = [*args, "run.steps=5", f"curriculum.store={other}", "curriculum.run=copy"]
-    with pytest.raises(StoreError, match="it holds: test"):
+    with pytest.raises(StoreError, match="it holds: test.*copy it too"):
         open_run(load(None, copied))
     rename = [sys.executable, "-m", "selfplay.cli", "pool", "rename", "--store", str(other)]
     done = subprocess.run([*rename, "copy"], capture_output=True, text=True)
-    assert done.returncode == 0 and "now 'copy'" in done.stderr, done.stderr
+    assert done.returncode == 0 and "'test' is now 'copy'" in done.stderr, done.stderr
+    for bad, why in (
+        (["--run", "copy", ""], "1 to 200 characters"),
+        (["--run", "x", "y"], "no run named 'x'"),
+    ):
+        failed = subprocess.run([*rename, *bad], capture_output=True, text=True)
+        assert failed.returncode == 1 and why in failed.stderr and "Traceback" not in failed.stderr
+    template = [*rename[:-1], str(tmp_path / "{run}.sqlite"), "copy"]
+    failed = subprocess.run(template, capture_output=True, text=True)
+    assert failed.returncode == 1 and "not a template" in failed.stderr
     state, start = open_run(load(None, copied))
     assert start == 4 and state.store.local.run == "copy" and len(state.store.local) > 0
     close_run(state)
