@@ -106,15 +106,23 @@ def _shown(store: str) -> str:
 
 
 def _open_store(TaskStore, cfg, args, create: bool):
-    run = args.run
-    if run is None:
-        runs = TaskStore.runs(args.store, cfg.curriculum)
-        if len(runs) > 1:
-            raise StoreError(f"the store holds runs {runs}; choose one with --run")
-        if not runs and not create:
-            raise StoreError(f"the store {_shown(args.store)} holds no tasks")
-        run = runs[0] if runs else cfg.curriculum.run
-    return cfg, TaskStore.open(args.store, run, cfg.curriculum, create=create)
+    return cfg, TaskStore.open(
+        args.store, _which_run(args, cfg, create), cfg.curriculum, create=create
+    )
+
+
+def _which_run(args, cfg, create: bool) -> str:
+    """`--run`, else the store's only run (`curriculum.run` for an empty store being created)."""
+    from selfplay.curriculum.reads import run_names
+
+    if args.run is not None:
+        return args.run
+    runs = run_names(args.store, cfg.curriculum)
+    if len(runs) > 1:
+        raise StoreError(f"the store holds runs {runs}; choose one with --run")
+    if not runs and not create:
+        raise StoreError(f"the store {_shown(args.store)} holds no tasks")
+    return runs[0] if runs else cfg.curriculum.run
 
 
 def import_command(args: argparse.Namespace) -> int:
@@ -223,20 +231,17 @@ def rename_command(args: argparse.Namespace) -> int:
     """Rename a run in place: no estimates replayed, no index loaded, whatever the pool's size.
     Meant for a copied pool that no run has open; the runs that write to it go by its id."""
     from selfplay.curriculum import database
-    from selfplay.curriculum.reads import run_names
     from selfplay.curriculum.writes import rename_run
 
     if "{run}" in args.store:
         raise StoreError("--store: name the pool itself, not a template with {run}")
     cfg = config_module.load(None, args.overrides)
     try:
-        runs = run_names(args.store, cfg.curriculum)
-        if not runs:
-            raise StoreError(f"the store {_shown(args.store)} holds no run")
-        if args.run is None and len(runs) > 1:
-            raise StoreError(f"the store holds runs {runs}; choose one with --run")
-        old = args.run or runs[0]
-        engine = database.create(database.resolve_url(args.store, old), cfg.curriculum)
+        old = _which_run(args, cfg, create=False)
+        url = database.resolve_url(args.store, old)
+        if database.missing_file(url):
+            raise StoreError(f"the store {_shown(args.store)} holds no tasks")
+        engine = database.create(url, cfg.curriculum)
         try:
             rename_run(engine, old, args.name)
         finally:
