@@ -206,7 +206,13 @@ class EngineConfig(Checked):
     max_model_len: int = knob(4096, "longest prompt plus completion, in tokens")
     seed: int = knob(0, "seed of the engine's sampler when a request gives none")
     vllm_gpu_memory_utilization: float = knob(
-        0.3, "vllm: fraction of accelerator memory (on CPU: of RAM) it may take for weights and KV"
+        0.3, "vllm: share of accelerator memory (CPU: of NUMA node 0's) for the process and KV cache"
+    )
+    vllm_kv_cache_gib: float = knob(
+        0.0,
+        "vllm: KV cache in GiB, whatever else the process holds (0: what "
+        "vllm_gpu_memory_utilization leaves); on CPU that share is of the first NUMA node's "
+        "memory, not all RAM, so a size keeps a recipe the same on machines laid out otherwise",
     )
     vllm_enforce_eager: bool = knob(True, "vllm: no graph capture (faster start, slower decode)")
     vllm_sleep_level: Literal[1, 2] = knob(
@@ -221,6 +227,8 @@ class EngineConfig(Checked):
 
     def check(self) -> None:
         positive(self, "batch_size", "max_model_len", "vllm_gpu_memory_utilization")
+        if self.vllm_kv_cache_gib < 0:
+            raise ConfigError("engine.vllm_kv_cache_gib must be 0 (from the share) or positive")
         if self.vllm_cpu_threads < 0:
             raise ConfigError("engine.vllm_cpu_threads must be 0 (vLLM's choice) or positive")
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from selfplay import console
-from selfplay.config import EngineConfig
+from selfplay.config import ConfigError, EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams, derive_seed
 from selfplay.engine.template import prompt_ids
 from selfplay.engine.weights import engine_weights
@@ -93,13 +93,39 @@ class VLLMEngine:
         self.asleep = False
         self.training_threads = torch.get_num_threads()
         self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.llm = LLM(
+        try:
+            self.llm = self._start(LLM, source, dtype)
+        except ValueError as error:
+            if "kv cache" not in str(error).lower():
+                raise
+            share = (
+                "of the GPU's memory"
+                if self.on_gpu
+                else "of the first NUMA node's memory (/sys/devices/system/node/node0/meminfo), "
+                "not of all RAM"
+            )
+            raise ConfigError(
+                f"vLLM has no room for its KV cache: {error} Set engine.vllm_kv_cache_gib (a "
+                "size in GiB) or raise engine.vllm_gpu_memory_utilization: a share "
+                f"{share}, which must hold what the process holds already (the training model "
+                "included) and the KV cache"
+            ) from error
+        # On CPU vLLM drops torch to one intra-op thread for serving (and disables
+        # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
+        if not self.on_gpu and config.vllm_cpu_threads:
+            _set_threads(config.vllm_cpu_threads)
+        self.serving_threads = torch.get_num_threads()
+
+    def _start(self, LLM, source: str, dtype):
+        config = self.config
+        return LLM(
             model=source,
             tokenizer=source,
             dtype=dtype,
             seed=config.seed,
             max_model_len=config.max_model_len,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            kv_cache_memory_bytes=int(config.vllm_kv_cache_gib * 2**30) or None,
             enforce_eager=config.vllm_enforce_eager,
             enable_sleep_mode=self.on_gpu,
             logprobs_mode="processed_logprobs",
@@ -112,11 +138,6 @@ class VLLMEngine:
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
             **_launched(self.on_gpu),
         )
-        # On CPU vLLM drops torch to one intra-op thread for serving (and disables
-        # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
-        if not self.on_gpu and config.vllm_cpu_threads:
-            _set_threads(config.vllm_cpu_threads)
-        self.serving_threads = torch.get_num_threads()
 
     def generate(self, prompts: Sequence[Chat], params: SamplingParams) -> list[Generation]:
         from vllm import SamplingParams as VLLMParams

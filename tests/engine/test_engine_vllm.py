@@ -203,6 +203,33 @@ def test_in_a_console_the_engine_logs_to_the_file_and_moves_a_bar(
     assert " INFO vllm." in log.read_text()  # vLLM's records, through the console's handler
 
 
+def test_a_kv_cache_size_holds_where_the_memory_share_leaves_no_room(
+    require_vllm, tiny_model_dir, smol_tokenizer
+):
+    """A share of memory too small for what the process holds already leaves vLLM no KV cache:
+    that is a setting to change, said as one (no traceback from the CLI), with the two ways out.
+    A KV-cache size in GiB starts the engine whatever the share."""
+    from selfplay.config import ConfigError
+    from selfplay.engine.vllm_backend import VLLMEngine
+
+    sized = EngineConfig(
+        backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.01, vllm_kv_cache_gib=0.1
+    )
+    engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, sized, "float32")
+    try:
+        [g] = engine.generate(PROMPTS[:1], SamplingParams(temperature=0, max_tokens=4))
+        assert len(g.completions[0].token_ids) == 4
+    finally:
+        engine.close()
+    squeezed = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.01)
+    with pytest.raises(ConfigError, match="KV cache") as caught:
+        VLLMEngine(str(tiny_model_dir), smol_tokenizer, squeezed, "float32")
+    assert "engine.vllm_kv_cache_gib" in str(caught.value)
+    assert "engine.vllm_gpu_memory_utilization" in str(caught.value)
+    with pytest.raises(ConfigError, match="vllm_kv_cache_gib"):
+        EngineConfig(vllm_kv_cache_gib=-1).check()
+
+
 class _FailingLLM:
     """A `vllm.LLM` whose engine fails while its bar is open, as vLLM's `_run_engine` leaves it:
     it closes the bar only when every request has finished."""
