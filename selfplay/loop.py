@@ -87,7 +87,7 @@ def _run(config: Config, out, log: Path) -> Path:
     progress.current = start - 1  # a resumed run's bars name its steps
     cfg = state.config
     main = state.ranks.is_main
-    checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints)
+    checkpoints = Checkpoints(state.folder, cfg.run.keep_checkpoints, cfg.model.name)
     wandb = cfg.run.wandb_project or None
     logger = None
     if main:  # metrics, progress and the summary come from rank 0 only

@@ -206,7 +206,8 @@ class EngineConfig(Checked):
     max_model_len: int = knob(4096, "longest prompt plus completion, in tokens")
     seed: int = knob(0, "seed of the engine's sampler when a request gives none")
     vllm_gpu_memory_utilization: float = knob(
-        0.3, "vllm: share of accelerator memory (CPU: of NUMA node 0's) for the process and KV cache"
+        0.3,
+        "vllm: share of accelerator memory (CPU: of NUMA node 0's) for the process and KV cache",
     )
     vllm_kv_cache_gib: float = knob(
         0.0,

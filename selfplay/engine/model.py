@@ -37,6 +37,7 @@ from pathlib import Path
 
 from selfplay import console
 from selfplay.config import ModelConfig
+from selfplay.engine.adapters import is_adapter_folder, merged
 
 __all__ = [
     "EMBEDDED",
@@ -192,8 +193,7 @@ def prepare_embedded(cache: Path | None = None, force: bool = False, name: str =
     target.parent.mkdir(parents=True, exist_ok=True)
     # Convert into a temporary sibling and rename it into place, so that an interrupted or
     # concurrent conversion never leaves a half-written folder under the final name.
-    owner = f"{_WORK_PREFIX}{os.getpid()}@{socket.gethostname()}-"
-    work = Path(tempfile.mkdtemp(prefix=owner, dir=target.parent))
+    work = work_folder(target.parent)
     whole = len(parts) == 1 and entry.sha256 is None  # convert the installed file in place
     try:
         # a bar over the phases: stitch the parts (a split model), read and dequantise, save
@@ -212,6 +212,13 @@ def prepare_embedded(cache: Path | None = None, force: bool = False, name: str =
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def work_folder(parent: Path) -> Path:
+    """A new work folder in `parent` that names this process as its owner
+    (`.prepare-<pid>@<host>-<random>`), for `remove_stale_work` to tell from a live one."""
+    owner = f"{_WORK_PREFIX}{os.getpid()}@{socket.gethostname()}-"
+    return Path(tempfile.mkdtemp(prefix=owner, dir=parent))
 
 
 def remove_stale_work(cache: Path, now: float | None = None) -> list[Path]:
@@ -293,6 +300,8 @@ def resolve(cfg: ModelConfig) -> str:
         return str(prepare_embedded(cache_dir(cfg), name=cfg.name))
     path = Path(cfg.name).expanduser()
     if path.exists():
+        if is_adapter_folder(path):  # a LoRA checkpoint's model: merged once, then loaded
+            return str(merged(path))
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"model folder {path} has no config.json")
         return str(path)

@@ -1,4 +1,4 @@
-"""The weights an engine that keeps its own copy loads (vLLM) and a checkpoint saves: a plain
+"""The weights an engine that keeps its own copy loads (vLLM) and a merged adapter saves: a plain
 model's tensors, or a LoRA model's with its active adapter merged in (`trainer.lora`; with
 one adapter per role, the role's that `trainer.lora.activate` chose), under the base model's
 names, so that neither the engine nor an exported checkpoint sees adapters."""

@@ -122,8 +122,11 @@ def _pooled(args: argparse.Namespace) -> int:
 
 
 def resolve_model(spec: str, overrides: list[str]):
-    """(config, model source): a run folder uses its config and its latest checkpoint."""
-    folder = Path(spec)
+    """(config, model source): a run folder uses its config and its latest checkpoint; a LoRA
+    checkpoint's adapter is merged into its base, once (`selfplay.engine.adapters`)."""
+    from selfplay.engine.adapters import is_adapter_folder, merged
+
+    folder, config = Path(spec), None
     if (folder / "config.yaml").is_file():
         from selfplay.trainer.checkpoint import Checkpoints
 
@@ -131,14 +134,15 @@ def resolve_model(spec: str, overrides: list[str]):
         latest = Checkpoints(folder).latest()
         if latest is None:
             raise FileNotFoundError(f"run folder {folder} has no checkpoint yet")
-        return config, str(latest / "model")
-    if not folder.exists() and (spec.startswith((".", "/", "~")) or spec.count("/") > 1):
+        folder = spec = latest / "model"
+    elif not folder.exists() and (spec.startswith((".", "/", "~")) or spec.count("/") > 1):
         # not a hub id (`namespace/name`) either: say so, not the hub's complaint about the id
         raise FileNotFoundError(
             f"--model {spec}: no such folder (a run folder, a checkpoint's model folder, an "
             "embedded model's name or a hub id)"
         )
-    return config_module.load(None, overrides), spec
+    source = str(merged(folder)) if is_adapter_folder(folder) else str(spec)
+    return config or config_module.load(None, overrides), source
 
 
 def eval_command(args: argparse.Namespace) -> int:

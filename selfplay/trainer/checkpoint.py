@@ -1,13 +1,16 @@
 """Checkpoints: model, optimizer, scheduler, RNG states and the step, written atomically.
 
 `checkpoints/step-000010/` holds `state/` (accelerate's `save_state`: model, optimizer,
-scheduler and every RNG state), `model/` (the weights with config and tokenizer, loadable by
-`from_pretrained` and by vLLM; the weight file is a hard link to the one in `state/`, or for
-a LoRA run the weights with the adapters merged in) and
-`checkpoint.json` (the step and whatever the loop adds). A LoRA run's `state/` keeps only the
-trainable tensors (the adapters, a few MiB): the frozen base weights are the model the run
-starts from, which resuming loads anyway, and `model/` has them merged. Saving the whole
-wrapped model there made each checkpoint of the 0.5B coder 4.9 GB instead of 2.5.
+scheduler and every RNG state), `model/` and `checkpoint.json` (the step and whatever the
+loop adds). `model/` is the weights with config and tokenizer, loadable by `from_pretrained`
+and by vLLM (the weight file is a hard link to the one in `state/`); for a LoRA run it is the
+solver's adapter in peft's format, naming the run's `model.name` as its base, which
+`selfplay.engine.model.resolve` (every `--model` and `model.name`) merges into a plain model
+once, on first use (`selfplay.engine.adapters`). A LoRA run's `state/` keeps only the
+trainable tensors (the adapters): the frozen base weights are the model the run starts from,
+which resuming loads anyway. A checkpoint of the 0.5B coder with LoRA rank 16 is so 146 MB
+(the adapters twice, AdamW's two moments of them, the tokenizer) where the whole wrapped model
+made it 4.9 GB and the merged weights in `model/` 2.6 GB.
 A checkpoint is written under a `.partial` name and renamed when complete, so a run killed at
 any moment, SIGKILL included, leaves either the whole checkpoint or none of it; `latest()`
 ignores partial ones.
@@ -32,8 +35,8 @@ from pathlib import Path
 
 import torch
 
-from selfplay.engine.weights import is_lora, merged_weights
-from selfplay.trainer.lora import activate
+from selfplay.engine.adapters import save_adapter
+from selfplay.engine.weights import is_lora
 
 __all__ = ["Checkpoints"]
 
@@ -41,9 +44,12 @@ _NAME = re.compile(r"step-(\d{6,})\Z")
 
 
 class Checkpoints:
-    def __init__(self, run_dir: Path, keep_last: int = 2):
+    def __init__(self, run_dir: Path, keep_last: int = 2, base_model: str | None = None):
         self.root = Path(run_dir) / "checkpoints"
         self.keep_last = max(1, keep_last)
+        # what a LoRA checkpoint's adapter names as its base (the run's model.name); else the
+        # folder the model was loaded from
+        self.base_model = base_model
 
     def completed(self) -> list[Path]:
         if not self.root.is_dir():
@@ -88,22 +94,21 @@ class Checkpoints:
         accelerator.wait_for_everyone()
         return final
 
-    @staticmethod
-    def _write_model_folder(accelerator, model, tokenizer, folder: Path, full=None) -> None:
+    def _write_model_folder(self, accelerator, model, tokenizer, folder: Path, full=None) -> None:
         target = folder / "model"
         target.mkdir(parents=True, exist_ok=True)
         unwrapped = accelerator.unwrap_model(model)
-        lora = is_lora(unwrapped)
-        base = unwrapped.get_base_model() if lora else unwrapped
-        base.config.save_pretrained(target)
-        if getattr(base, "generation_config", None) is not None:
-            base.generation_config.save_pretrained(target)
         if tokenizer is not None:
             tokenizer.save_pretrained(target)
+        if is_lora(unwrapped):  # the solver's adapter; merged when loaded (engine.adapters)
+            base = self.base_model or unwrapped.get_base_model().config.name_or_path
+            save_adapter(unwrapped, target, base)
+            return
+        unwrapped.config.save_pretrained(target)
+        if getattr(unwrapped, "generation_config", None) is not None:
+            unwrapped.generation_config.save_pretrained(target)
         weights = folder / "state" / "model.safetensors"
-        if lora:  # the merged model, loadable without peft
-            _save_merged(unwrapped, target / "model.safetensors")
-        elif weights.exists() and model is unwrapped:  # one process: the same file
+        if weights.exists() and model is unwrapped:  # one process: the same file
             os.link(weights, target / "model.safetensors")
         else:
             # DDP's state names every weight `module.<name>`, FSDP's is sharded: write the
@@ -245,21 +250,6 @@ def _load_lora_models(models, input_dir) -> None:
                 f"unknown tensors: {sorted(unexpected)[:3]}); was the run's trainer.lora changed?"
             )
         del models[index]
-
-
-def _save_merged(model, path: Path) -> None:
-    """A LoRA model's merged weights as one safetensors file under the base model's names; a
-    tensor shared by two names (tied embeddings) is written once, under its first name, as
-    `save_pretrained` does. A model with one adapter per role saves the solver's policy."""
-    from safetensors.torch import save_file
-
-    activate(model, "solve")
-    tensors, seen = {}, set()
-    for name, tensor in merged_weights(model):
-        if tensor.data_ptr() not in seen:
-            seen.add(tensor.data_ptr())
-            tensors[name] = tensor.contiguous()
-    save_file(tensors, str(path), metadata={"format": "pt"})
 
 
 def _fsync_tree(folder: Path) -> None:

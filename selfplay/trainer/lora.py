@@ -7,9 +7,10 @@ model for AdamW's moments).
 
 The engine never sees adapters: vLLM receives each targeted weight merged,
 W' = W + (alpha / rank) B A, under the base model's parameter names
-(`selfplay.engine.weights.merged_weights`), and a
-checkpoint's `model/` folder holds the same merged weights, so evaluation and export load a
-plain model. The transformers engine generates with the adapted training model itself.
+(`selfplay.engine.weights.merged_weights`). A checkpoint's `model/` folder holds the adapter,
+and evaluation and export load the same merged weights, made from it once
+(`selfplay.engine.adapters`). The transformers engine generates with the adapted training
+model itself.
 
 The KL term's reference is the base model, which the wrapped model still holds: with the
 adapters disabled it computes exactly the initial policy, so no second copy is kept

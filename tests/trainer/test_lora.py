@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from accelerate import Accelerator
 
-from selfplay.config import ConfigError, LoraConfig, TrainerConfig, load
+from selfplay.config import ConfigError, LoraConfig, ModelConfig, TrainerConfig, load
+from selfplay.engine.adapters import is_adapter_folder
+from selfplay.engine.model import resolve
 from selfplay.engine.weights import is_lora, merged_weights
 from selfplay.trainer.lora import AdapterlessReference, wrap
 from selfplay.trainer.update import collate, policy_update, token_logprobs
@@ -157,7 +161,11 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
 
     args, kept = two_step_run(tmp_path, tiny_model_dir)
     folder = tmp_path / "run"
-    assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
+    # the model folder is the solver's adapter in peft's format, on the run's model.name
+    adapter = folder / "checkpoints" / "step-000002" / "model"
+    assert is_adapter_folder(adapter) and not (adapter / "model.safetensors").exists()
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(tiny_model_dir) and config["r"] == 4
     # the resumable state keeps the adapters only: the base weights are the run's model
     assert kept and all(".lora_A." in k or ".lora_B." in k for k in kept)
 
@@ -235,11 +243,23 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     again = subprocess.run([*rename, "--run", "copy", "copy"], capture_output=True, text=True)
     assert again.returncode == 1 and "already has a run named 'copy'" in again.stderr
 
-    # evaluation loads the checkpoint's merged model, a plain transformers model
+    # evaluation loads the checkpoint's adapter merged, once, into a plain transformers model
     _, source = resolve_model(str(folder), [])
+    latest = Checkpoints(folder).latest() / "model"
+    assert Path(source) == latest / "merged" and not list(latest.glob(".prepare-*"))
     plain = AutoModelForCausalLM.from_pretrained(source)
     for name, tensor in plain.state_dict().items():
         assert torch.equal(tensor, merged[name]), name
+    made = (latest / "merged" / "model.safetensors").stat().st_mtime_ns
+    assert resolve(ModelConfig(name=str(latest))) == source  # found, not merged again
+    assert (latest / "merged" / "model.safetensors").stat().st_mtime_ns == made
+    # peft loads the adapter onto its base as any adapter
+    from peft import PeftModel
+
+    adapted = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir), latest
+    )
+    assert all(torch.equal(t, merged[n]) for n, t in merged_weights(adapted))
 
 
 def test_adapter_only_state_under_ddp_names(tmp_path):

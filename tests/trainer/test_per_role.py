@@ -12,6 +12,7 @@ from accelerate import Accelerator
 
 from selfplay import stages
 from selfplay.config import ConfigError, LoraConfig, TrainerConfig, load
+from selfplay.engine.adapters import merged
 from selfplay.engine.weights import merged_weights
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.lora import activate, per_role, role_parameters, wrap
@@ -168,14 +169,19 @@ def test_a_checkpoint_saves_the_solver_and_resumes_both(tmp_path):
     prepared, optimizer = accelerator.prepare(model, optimizer)
     update_with(model, optimizer)  # both adapters get optimizer state
     activate(model, "propose")  # whatever the last stage used
-    folder = Checkpoints(tmp_path).save(accelerator, prepared, None, 5)
+    base = tmp_path / "base"
+    tiny_model().save_pretrained(base)  # the weights the adapters sit on (the same seed)
+    folder = Checkpoints(tmp_path, base_model=str(base)).save(accelerator, prepared, None, 5)
     moments = {role: [optimizer.state[p]["exp_avg"].clone() for p in role_parameters(model, role)]
                for role in ("solve", "propose")}  # fmt: skip
-    saved = load_file(str(folder / "model" / "model.safetensors"))
+    assert model.active_adapter == "propose"  # saving the solver's changed nothing
+    saved = load_file(str(merged(folder / "model") / "model.safetensors"))
     activate(model, "solve")
     solver = dict(merged_weights(model))
+    assert saved.keys() <= solver.keys() and all(torch.equal(saved[k], solver[k]) for k in saved)
+    activate(model, "propose")
     name = "model.layers.0.self_attn.q_proj.weight"
-    assert torch.equal(saved[name], solver[name])
+    assert not torch.equal(saved[name], dict(merged_weights(model))[name])  # not the proposer's
     fresh = wrap(tiny_model(), PER_ROLE)  # zero B: neither adapter is the saved one yet
     accelerator = Accelerator(cpu=True)
     optimizer = torch.optim.AdamW([p for p in fresh.parameters() if p.requires_grad], lr=1e-3)
