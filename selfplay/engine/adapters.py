@@ -52,6 +52,8 @@ def save_adapter(model, folder: Path, base: str, adapter: str | None = None) -> 
         str(folder / ADAPTER_WEIGHTS),
         metadata={"format": "pt"},
     )
+    if Path(base).expanduser().exists():  # a folder: found from wherever the checkpoint is read
+        base = str(Path(base).expanduser().resolve())
     config = copy.deepcopy(model.peft_config[adapter])
     config.base_model_name_or_path, config.inference_mode = base, True
     config.save_pretrained(str(folder))  # adapter_config.json
@@ -91,8 +93,13 @@ def _merge_into(folder: Path, out: Path) -> None:
     from selfplay.engine.weights import merged_weights
 
     base_name = json.loads((folder / ADAPTER_CONFIG).read_text())["base_model_name_or_path"]
-    source = resolve(ModelConfig(name=base_name))
-    base = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    try:
+        source = resolve(ModelConfig(name=base_name))
+        base = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    except OSError as error:
+        raise FileNotFoundError(
+            f"{folder} is an adapter of the model {base_name!r}, which is not here: {error}"
+        ) from error
     model = PeftModel.from_pretrained(base, str(folder))
     tensors, seen = {}, set()
     for name, tensor in merged_weights(model):

@@ -253,6 +253,17 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     made = (latest / "merged" / "model.safetensors").stat().st_mtime_ns
     assert resolve(ModelConfig(name=str(latest))) == source  # found, not merged again
     assert (latest / "merged" / "model.safetensors").stat().st_mtime_ns == made
+    # an adapter whose base is not here says so, and leaves no work folder behind
+    moved = tmp_path / "moved"
+    shutil.copytree(latest, moved, ignore=shutil.ignore_patterns("merged"))
+    config = json.loads((moved / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(tmp_path / "gone")
+    (moved / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(FileNotFoundError, match="an adapter of the model .*gone"):
+        resolve_model(str(moved), [])
+    assert sorted(p.name for p in moved.iterdir()) == sorted(
+        p.name for p in latest.iterdir() if p.name != "merged"
+    )
     # peft loads the adapter onto its base as any adapter
     from peft import PeftModel
 
