@@ -36,18 +36,23 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from selfplay.config import ModelConfig
+    from selfplay.engine.model import resolve
     from selfplay.engine.template import prompt_ids
     from selfplay.eval.cruxeval_formats import published_prompt
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", type=Path)
     parser.add_argument("after", type=Path)
-    parser.add_argument("--model", required=True, help="a transformers model folder")
+    parser.add_argument(
+        "--model", required=True, help="a model folder, a checkpoint's model/, or a model's name"
+    )
     args = parser.parse_args(argv)
     before, after = records(args.base), records(args.after)
     asked = [k for k, r in before.items() if r["correct"] and not r["trivial"] and k in after]
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32).eval()
+    source = resolve(ModelConfig(name=args.model))  # a LoRA checkpoint's adapter: merged
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = AutoModelForCausalLM.from_pretrained(source, torch_dtype=torch.float32).eval()
 
     def logp(chat, reply: str) -> float:
         ids = prompt_ids(tokenizer, chat)

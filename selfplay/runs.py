@@ -40,7 +40,7 @@ from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
 from selfplay.distributed import Ranks, SharedStore, group_timeout
 from selfplay.engine import make_engine, resolve_backend
-from selfplay.engine.model import cpu_has_bf16, load_model
+from selfplay.engine.model import cpu_has_bf16, load_model, resolve
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.trainer.checkpoint import Checkpoints
@@ -199,6 +199,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
         announce(config, folder, str(accelerator.device), ranks.world_size, precision)
     set_seed(config.run.seed)
+    # an embedded model's conversion or an adapter's merge, by rank 0 alone; the others find it
+    ranks.on_main(resolve, config.model)
     model, tokenizer, source = load_model(
         replace(config.model, dtype="float32"), str(accelerator.device)
     )

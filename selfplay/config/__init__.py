@@ -213,7 +213,7 @@ class EngineConfig(Checked):
         0.0,
         "vllm: KV cache in GiB, whatever else the process holds (0: what "
         "vllm_gpu_memory_utilization leaves); on CPU that share is of the first NUMA node's "
-        "memory, not all RAM, so a size keeps a recipe the same on machines laid out otherwise",
+        "memory as reported at start, not all RAM, so a size keeps a recipe the same anywhere",
     )
     vllm_enforce_eager: bool = knob(True, "vllm: no graph capture (faster start, slower decode)")
     vllm_sleep_level: Literal[1, 2] = knob(

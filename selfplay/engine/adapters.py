@@ -2,26 +2,30 @@
 
 A LoRA run's checkpoint keeps the solver's adapter in peft's own format
 (`adapter_model.safetensors` and `adapter_config.json`, whose `base_model_name_or_path` is
-the run's `model.name`: an embedded model's name, a folder or a hub id) beside the tokenizer:
-a few MiB where the merged float32 weights of the 0.5B coder were 2.5 GB a checkpoint. peft
-loads it onto its base as any adapter (`PeftModel.from_pretrained`).
+the run's `model.name`: an embedded model's name, a folder or a hub id) beside the tokenizer
+(`selfplay.trainer.checkpoint` writes it): 35 MB for the 0.5B coder at rank 16, where its
+merged float32 weights were 2.5 GB a checkpoint. peft loads it onto its base as any adapter
+(`PeftModel.from_pretrained`).
 
 Evaluation, vLLM and `from_pretrained` want a plain model: `merged(folder)` (which
 `selfplay.engine.model.resolve` calls for such a folder) loads the base in float32, merges
 the adapter with the function that gives vLLM its weights during the run
 (`selfplay.engine.weights.merged_weights`), and writes the result once to `folder/merged/`,
 through a work folder renamed into place, as a prepared embedded model is; later loads find
-it there, and pruning the checkpoint removes it with the rest.
+it there, and pruning the checkpoint removes it with the rest. Merging holds the base and the
+merged tensors at once (about twice the model in float32), and needs the folder writable.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
-__all__ = ["ADAPTER_CONFIG", "is_adapter_folder", "save_adapter", "merged"]
+from selfplay.config import ModelConfig
+
+__all__ = ["ADAPTER_CONFIG", "ADAPTER_WEIGHTS", "is_adapter_folder", "merged"]
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -34,44 +38,20 @@ def is_adapter_folder(folder: Path) -> bool:
     return (folder / ADAPTER_CONFIG).is_file() and not (folder / "config.json").is_file()
 
 
-def save_adapter(model, folder: Path, base: str, adapter: str | None = None) -> None:
-    """Write the (unwrapped) peft `model`'s adapter (`adapter`, else the solver's of a
-    per-role model, else its only one) to `folder`, in peft's format, as an adapter of
-    `base`. The model's active adapter is left as it was."""
-    from peft.utils import get_peft_model_state_dict
-    from safetensors.torch import save_file
-
-    from selfplay.trainer.lora import ROLES, per_role
-
-    adapter = adapter or (ROLES[0] if per_role(model) else model.active_adapter)
-    tensors = get_peft_model_state_dict(model, adapter_name=adapter)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(
-        {name: t.detach().contiguous() for name, t in tensors.items()},
-        str(folder / ADAPTER_WEIGHTS),
-        metadata={"format": "pt"},
-    )
-    if Path(base).expanduser().exists():  # a folder: found from wherever the checkpoint is read
-        base = str(Path(base).expanduser().resolve())
-    config = copy.deepcopy(model.peft_config[adapter])
-    config.base_model_name_or_path, config.inference_mode = base, True
-    config.save_pretrained(str(folder))  # adapter_config.json
-
-
-def merged(folder: Path) -> Path:
-    """The plain model an adapter folder (`save_adapter`) stands for: `folder/merged/`, made
-    the first time it is asked for."""
+def merged(folder: Path, model: ModelConfig | None = None) -> Path:
+    """The plain model an adapter folder stands for: `folder/merged/`, made the first time it
+    is asked for. The base is found as `model` (its cache folder; by default the default
+    one) with the adapter's base as its name."""
     from selfplay.engine.model import remove_stale_work, work_folder
 
     folder = Path(folder)
     target = folder / MERGED
+    remove_stale_work(folder)  # what a merge killed midway left
     if (target / "config.json").is_file():
         return target
-    remove_stale_work(folder)
     work = work_folder(folder)
     try:
-        _merge_into(folder, work)
+        _merge_into(folder, work, model or ModelConfig())
         try:
             work.rename(target)
         except OSError:  # another process merged it first: the same weights
@@ -82,19 +62,18 @@ def merged(folder: Path) -> Path:
     return target
 
 
-def _merge_into(folder: Path, out: Path) -> None:
+def _merge_into(folder: Path, out: Path, model_config: ModelConfig) -> None:
     import torch
     from peft import PeftModel
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM
 
-    from selfplay.config import ModelConfig
     from selfplay.engine.model import load_tokenizer, resolve
     from selfplay.engine.weights import merged_weights
 
     base_name = json.loads((folder / ADAPTER_CONFIG).read_text())["base_model_name_or_path"]
     try:
-        source = resolve(ModelConfig(name=base_name))
+        source = resolve(replace(model_config, name=base_name))
         base = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     except OSError as error:
         raise FileNotFoundError(

@@ -301,7 +301,7 @@ def resolve(cfg: ModelConfig) -> str:
     path = Path(cfg.name).expanduser()
     if path.exists():
         if is_adapter_folder(path):  # a LoRA checkpoint's model: merged once, then loaded
-            return str(merged(path))
+            return str(merged(path, cfg))
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"model folder {path} has no config.json")
         return str(path)

@@ -73,6 +73,13 @@ def _weights(model, dtype) -> Iterator[tuple[str, object]]:
         yield name, tensor
 
 
+def _no_room(error: ValueError) -> bool:
+    """Whether vLLM refused to start for want of memory for its KV cache (its CPU worker's
+    and its GPU workers' wordings)."""
+    text = str(error).lower()
+    return "memory" in text and ("kv cache" in text or "cache blocks" in text)
+
+
 class VLLMEngine:
     """The `Engine` protocol on `vllm.LLM`."""
 
@@ -96,25 +103,30 @@ class VLLMEngine:
         try:
             self.llm = self._start(LLM, source, dtype)
         except ValueError as error:
-            if "kv cache" not in str(error).lower():
+            if not _no_room(error):
                 raise
-            share = (
-                "of the GPU's memory"
-                if self.on_gpu
-                else "of the first NUMA node's memory (/sys/devices/system/node/node0/meminfo), "
-                "not of all RAM"
-            )
-            raise ConfigError(
-                f"vLLM has no room for its KV cache: {error} Set engine.vllm_kv_cache_gib (a "
-                "size in GiB) or raise engine.vllm_gpu_memory_utilization: a share "
-                f"{share}, which must hold what the process holds already (the training model "
-                "included) and the KV cache"
-            ) from error
+            advice = self._room_advice()
+            raise ConfigError(f"vLLM has no room for its KV cache: {error} {advice}") from error
         # On CPU vLLM drops torch to one intra-op thread for serving (and disables
         # torch.set_num_threads); the update in this process gets its threads back in `sleep`.
         if not self.on_gpu and config.vllm_cpu_threads:
             _set_threads(config.vllm_cpu_threads)
         self.serving_threads = torch.get_num_threads()
+
+    def _room_advice(self) -> str:
+        if self.config.vllm_kv_cache_gib > 0:
+            return "Lower engine.vllm_kv_cache_gib (the size asked for) or free memory."
+        share = (
+            "of the GPU's memory"
+            if self.on_gpu
+            else "of the first NUMA node's memory (/sys/devices/system/node/node0/meminfo), "
+            "not of all RAM"
+        )
+        return (
+            "Set engine.vllm_kv_cache_gib (a size in GiB) or raise "
+            f"engine.vllm_gpu_memory_utilization: a share {share}, which must hold what the "
+            "process holds already (the training model included) and the KV cache."
+        )
 
     def _start(self, LLM, source: str, dtype):
         config = self.config

@@ -141,8 +141,9 @@ def resolve_model(spec: str, overrides: list[str]):
             f"--model {spec}: no such folder (a run folder, a checkpoint's model folder, an "
             "embedded model's name or a hub id)"
         )
-    source = str(merged(folder)) if is_adapter_folder(folder) else str(spec)
-    return config or config_module.load(None, overrides), source
+    config = config or config_module.load(None, overrides)
+    source = str(merged(folder, config.model)) if is_adapter_folder(folder) else str(spec)
+    return config, source
 
 
 def eval_command(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ once, on first use (`selfplay.engine.adapters`). A LoRA run's `state/` keeps onl
 trainable tensors (the adapters): the frozen base weights are the model the run starts from,
 which resuming loads anyway. A checkpoint of the 0.5B coder with LoRA rank 16 is so 146 MB
 (the adapters twice, AdamW's two moments of them, the tokenizer) where the whole wrapped model
-made it 4.9 GB and the merged weights in `model/` 2.6 GB.
+made it 4.9 GB and the merged weights in `model/` (2.5 GB) 2.6 GB.
 A checkpoint is written under a `.partial` name and renamed when complete, so a run killed at
 any moment, SIGKILL included, leaves either the whole checkpoint or none of it; `latest()`
 ignores partial ones.
@@ -26,6 +26,7 @@ another number of processes.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -35,8 +36,10 @@ from pathlib import Path
 
 import torch
 
-from selfplay.engine.adapters import save_adapter
+from selfplay.engine.adapters import ADAPTER_WEIGHTS
+from selfplay.engine.model import EMBEDDED_MODELS
 from selfplay.engine.weights import is_lora
+from selfplay.trainer.lora import ROLES, per_role
 
 __all__ = ["Checkpoints"]
 
@@ -102,7 +105,7 @@ class Checkpoints:
             tokenizer.save_pretrained(target)
         if is_lora(unwrapped):  # the solver's adapter; merged when loaded (engine.adapters)
             base = self.base_model or unwrapped.get_base_model().config.name_or_path
-            save_adapter(unwrapped, target, base)
+            _save_adapter(unwrapped, target, base)
             return
         unwrapped.config.save_pretrained(target)
         if getattr(unwrapped, "generation_config", None) is not None:
@@ -134,6 +137,9 @@ class Checkpoints:
     def _prune(self) -> None:
         for old in self.completed()[: -self.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
+        for shell in self.root.iterdir():  # what a prune raced by an evaluation's merge left
+            if _NAME.match(shell.name) and not (shell / "checkpoint.json").exists():
+                shutil.rmtree(shell, ignore_errors=True)
 
 
 def _trainable(model) -> set[str] | None:
@@ -250,6 +256,28 @@ def _load_lora_models(models, input_dir) -> None:
                 f"unknown tensors: {sorted(unexpected)[:3]}); was the run's trainer.lora changed?"
             )
         del models[index]
+
+
+def _save_adapter(model, folder: Path, base: str) -> None:
+    """Write the (unwrapped) peft `model`'s policy adapter (the solver's of a per-role model)
+    to `folder` in peft's format, as an adapter of `base` (an embedded model's name, a hub id,
+    or a folder, recorded absolute); the model's active adapter is left as it was."""
+    from peft.utils import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    adapter = ROLES[0] if per_role(model) else model.active_adapter
+    # no embedding layers asked about: peft would look the base up on the hub to decide
+    tensors = get_peft_model_state_dict(model, adapter_name=adapter, save_embedding_layers=False)
+    save_file(
+        {name: t.detach().contiguous() for name, t in tensors.items()},
+        str(folder / ADAPTER_WEIGHTS),
+        metadata={"format": "pt"},
+    )
+    if base not in EMBEDDED_MODELS and Path(base).expanduser().exists():
+        base = str(Path(base).expanduser().resolve())
+    config = copy.deepcopy(model.peft_config[adapter])
+    config.base_model_name_or_path, config.inference_mode = base, True
+    config.save_pretrained(str(folder))  # adapter_config.json
 
 
 def _fsync_tree(folder: Path) -> None:

@@ -7,6 +7,7 @@ training model, so the two backends can be compared token for token.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -221,11 +222,24 @@ def test_a_kv_cache_size_holds_where_the_memory_share_leaves_no_room(
         assert len(g.completions[0].token_ids) == 4
     finally:
         engine.close()
-    squeezed = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.01)
+    if torch.cuda.is_available():
+        return  # a GPU's share is of its own memory, not of what this process holds
+    # a share of node 0's memory (vLLM's CPU worker) half what this process holds already
+    import psutil
+
+    node0 = Path("/sys/devices/system/node/node0/meminfo")
+    total = psutil.virtual_memory().total
+    if node0.is_file():
+        total = int(re.search(r"MemTotal:\s+(\d+) kB", node0.read_text())[1]) * 1024
+    share = 0.5 * psutil.Process().memory_info().rss / total
+    squeezed = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=share)
     with pytest.raises(ConfigError, match="KV cache") as caught:
         VLLMEngine(str(tiny_model_dir), smol_tokenizer, squeezed, "float32")
     assert "engine.vllm_kv_cache_gib" in str(caught.value)
     assert "engine.vllm_gpu_memory_utilization" in str(caught.value)
+    too_large = EngineConfig(backend="vllm", max_model_len=1024, vllm_kv_cache_gib=total / 2**30)
+    with pytest.raises(ConfigError, match="Lower engine.vllm_kv_cache_gib"):
+        VLLMEngine(str(tiny_model_dir), smol_tokenizer, too_large, "float32")
     with pytest.raises(ConfigError, match="vllm_kv_cache_gib"):
         EngineConfig(vllm_kv_cache_gib=-1).check()
 

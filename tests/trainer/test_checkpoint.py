@@ -55,6 +55,12 @@ def test_partial_checkpoints_are_ignored_and_old_ones_pruned(tmp_path):
     (checkpoints.root / "step-000004.partial" / "state").mkdir(parents=True)  # killed mid-save
     assert [p.name for p in checkpoints.completed()] == ["step-000002", "step-000003"]
     assert checkpoints.latest().name == "step-000003"
+    # a pruned checkpoint that an evaluation's merge was writing into goes at the next prune
+    (checkpoints.root / "step-000001" / "model" / ".prepare-1@host-x").mkdir(parents=True)
+    checkpoints.save(accelerator, model, None, step=5)
+    assert sorted(p.name for p in checkpoints.root.iterdir()) == [
+        "step-000003", "step-000004.partial", "step-000005"
+    ]  # fmt: skip
 
 
 def test_what_a_resume_on_another_world_size_leaves_behind_is_said_in_one_line():

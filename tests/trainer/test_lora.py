@@ -153,9 +153,7 @@ def two_step_run(tmp_path, model_dir, *more: str) -> tuple[list[str], set[str]]:
 
 
 def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
-    from transformers import AutoModelForCausalLM
 
-    from selfplay.eval.commands import resolve_model
     from selfplay.runs import close_run, open_run
     from selfplay.trainer.checkpoint import Checkpoints
 
@@ -243,7 +241,17 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     again = subprocess.run([*rename, "--run", "copy", "copy"], capture_output=True, text=True)
     assert again.returncode == 1 and "already has a run named 'copy'" in again.stderr
 
-    # evaluation loads the checkpoint's adapter merged, once, into a plain transformers model
+    evaluation_merges_the_adapter(folder, merged, tiny_model_dir, tmp_path)
+
+
+def evaluation_merges_the_adapter(folder, merged, tiny_model_dir, tmp_path):
+    """Evaluation loads the latest checkpoint's adapter merged, once, into a plain transformers
+    model equal to what the run pushed to vLLM (`merged`); peft loads the adapter too."""
+    from transformers import AutoModelForCausalLM
+
+    from selfplay.eval.commands import resolve_model
+    from selfplay.trainer.checkpoint import Checkpoints
+
     _, source = resolve_model(str(folder), [])
     latest = Checkpoints(folder).latest() / "model"
     assert Path(source) == latest / "merged" and not list(latest.glob(".prepare-*"))
