@@ -156,6 +156,19 @@ def _optimizer(model, t) -> tuple:
     return optimizer, scheduler
 
 
+def _training_model(config: Config, ranks: Ranks, device: str):
+    """(model, tokenizer, source) in float32, with gradient checkpointing and adapters as the
+    trainer asks. An embedded model's conversion or an adapter's merge is rank 0's alone; the
+    other ranks find it done."""
+    ranks.on_main(resolve, config.model)
+    model, tokenizer, source = load_model(replace(config.model, dtype="float32"), device)
+    if config.trainer.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    if config.trainer.lora.enabled:
+        model = _with_adapters(model, config.trainer)
+    return model, tokenizer, source
+
+
 def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int]:
     """Build (or resume) a run; returns it and the first step to run. Rank 0 calls
     `announce(config, folder, device, processes, precision)` with the resolved configuration
@@ -199,15 +212,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
         announce(config, folder, str(accelerator.device), ranks.world_size, precision)
     set_seed(config.run.seed)
-    # an embedded model's conversion or an adapter's merge, by rank 0 alone; the others find it
-    ranks.on_main(resolve, config.model)
-    model, tokenizer, source = load_model(
-        replace(config.model, dtype="float32"), str(accelerator.device)
-    )
-    if t.gradient_checkpointing:
-        model.gradient_checkpointing_enable()
-    if t.lora.enabled:
-        model = _with_adapters(model, t)
+    model, tokenizer, source = _training_model(config, ranks, str(accelerator.device))
     reference = _reference(model) if t.kl_coef > 0 else None
     model, optimizer, scheduler = accelerator.prepare(model, *_optimizer(model, t))
     # the first of the run in its folder, once the model has loaded: a run that fails before
