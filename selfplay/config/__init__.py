@@ -96,6 +96,11 @@ class ExecutorConfig(Checked):
     runs_per_child: int = knob(
         256, "runs one forked child executes before it is replaced (1 = a fresh process per run)"
     )
+    always_rerun: bool = knob(
+        False,
+        "validate every case with two runs in two workers (two hash seeds); by default only a "
+        "case that can tell two processes apart runs twice (executor/validate.py)",
+    )
     max_program_chars: int = knob(20_000, "longest program accepted")
     max_value_chars: int = knob(20_000, "longest canonical text of an input, output or answer")
     max_value_depth: int = knob(32, "deepest nesting of an input, output or answer")

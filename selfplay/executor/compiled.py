@@ -13,16 +13,25 @@ __all__ = ["CompiledInput", "CompiledProgram", "PolicyRejection"]
 class CompiledProgram:
     """A program that passed the policy, as its code object and as the `marshal` bytes the
     sandbox receives; each is derived from the other on first use (a compile helper sends the
-    bytes, which then go to the sandbox without being loaded and dumped again here)."""
+    bytes, which then go to the sandbox without being loaded and dumped again here).
 
-    __slots__ = ("source", "_code", "_marshalled")
+    `rerun`: whether the program may tell two processes apart (`policy.PROCESS_WORDS`),
+    so that validation runs it a second time, in another worker with another hash seed."""
+
+    __slots__ = ("source", "rerun", "_code", "_marshalled")
 
     def __init__(
-        self, code: CodeType | None = None, *, source: str, marshalled: bytes | None = None
+        self,
+        code: CodeType | None = None,
+        *,
+        source: str,
+        marshalled: bytes | None = None,
+        rerun: bool = True,
     ):
         if code is None and marshalled is None:
             raise ValueError("a compiled program needs its code or its marshalled code")
         self.source, self._code, self._marshalled = source, code, marshalled
+        self.rerun = rerun
 
     def __repr__(self) -> str:
         return f"CompiledProgram(source={self.source[:60]!r})"
@@ -45,6 +54,7 @@ class CompiledInput:
     text: str  # normalised argument text (also the key that identifies equal inputs)
     code: CodeType  # evaluates to (args, kwargs) through `_args_`
     expression: bool  # an expression input, evaluated against its own instance of the program
+    rerun: bool = True  # it may hold a set, whose order follows the hash seed (validation reruns)
 
 
 @dataclass(frozen=True)

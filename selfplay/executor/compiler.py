@@ -205,8 +205,13 @@ def _decode(reply: bytes, programs: list[str], inputs: list[str]) -> Prepared | 
         return None
     compiled: dict = {}
     for source, result in zip(programs, program_results, strict=True):
-        if result[0] == "ok" and len(result) == 2 and _is_marshalled_code(result[1]):
-            compiled[source] = CompiledProgram(source=source, marshalled=result[1])
+        if (
+            result[0] == "ok"
+            and len(result) == 3
+            and _is_marshalled_code(result[1])
+            and type(result[2]) is bool
+        ):
+            compiled[source] = CompiledProgram(source=source, marshalled=result[1], rerun=result[2])
         elif result[0] == "no" and len(result) == 3 and _texts(result[1:]):
             compiled[source] = PolicyRejection(result[1], result[2])
         else:
@@ -215,12 +220,13 @@ def _decode(reply: bytes, programs: list[str], inputs: list[str]) -> Prepared | 
     for text, result in zip(inputs, input_results, strict=True):
         if (
             result[0] == "ok"
-            and len(result) == 4
+            and len(result) == 5
             and type(result[1]) is str
             and type(result[2]) is CodeType
             and type(result[3]) is bool
+            and type(result[4]) is bool
         ):
-            calls[text] = CompiledInput(result[1], result[2], expression=result[3])
+            calls[text] = CompiledInput(*result[1:3], expression=result[3], rerun=result[4])
         elif result[0] == "no" and len(result) == 3 and _texts(result[1:]):
             calls[text] = PolicyRejection(result[1], result[2])
         else:
@@ -260,14 +266,14 @@ def _answer(request: tuple) -> tuple[list, list]:
     for source in programs:
         result = compile_program(source, max_chars, tuple(extra))
         if isinstance(result, CompiledProgram):
-            program_results.append(("ok", result.marshalled))
+            program_results.append(("ok", result.marshalled, result.rerun))
         else:
             program_results.append(("no", result.reason, result.detail))
     input_results = []
     for text in inputs:
         result = compile_input(text, mode, limits)
         if isinstance(result, CompiledInput):
-            input_results.append(("ok", result.text, result.code, result.expression))
+            input_results.append(("ok", result.text, result.code, result.expression, result.rerun))
         else:
             input_results.append(("no", result.reason, result.detail))
     return program_results, input_results

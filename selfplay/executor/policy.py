@@ -94,6 +94,19 @@ class _TooDeep(Exception):
 #: the program reads is one, and the walk for the names it binds (~30 us a program) is not needed.
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
+#: What may make two runs of one program on one input differ, though every run starts alike: the
+#: order of a set of strings follows the process's hash seed, and a default `repr` or `hash`
+#: shows the object's address. A program can reach either only through a set display or
+#: comprehension or one of these words (`id`, the clock, `random` and `time` are refused
+#: already): the set builtins, `hash`, `object`, classes (their instances hash by address),
+#: dict views (`d.keys() | s` is a set) and the set types of `typing` and `collections.abc`.
+#: Validation runs such a program twice, in two workers with different hash seeds, and every
+#: other program once (and again when its output shows an address: `validate.py`).
+PROCESS_WORDS = frozenset(
+    """set frozenset hash object class keys items Set FrozenSet AbstractSet MutableSet
+    KeysView ItemsView""".split()
+)
+
 
 class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTransformer):
     """RestrictedPython's transformer with the relaxations and additions listed above (the
@@ -108,6 +121,7 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
         # transformer is then thrown away)
         self._bound_names: set[str] = set()
         self._rule: str | None = None
+        self.builds_sets = False  # a set display or comprehension (see PROCESS_WORDS)
 
     def count_levels(self, subtree: ast.AST) -> None:
         """Count a subtree that is checked without being visited (a pattern's dotted names)
@@ -230,6 +244,14 @@ class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTr
             node.type = ast.Name("Exception", ast.Load())
             copy_locations(node.type, node)
         return super().visit_ExceptHandler(node)
+
+    def visit_Set(self, node: ast.Set):
+        self.builds_sets = True
+        return super().visit_Set(node)
+
+    def visit_SetComp(self, node: ast.SetComp):
+        self.builds_sets = True
+        return super().visit_SetComp(node)
 
     # -- attributes --------------------------------------------------------------------------
 
@@ -407,7 +429,8 @@ def compile_program(
     if ENTRY_POINT not in _top_level_names(tree.body):
         return PolicyRejection("no_f", f"the program does not define {ENTRY_POINT!r}")
     transformer = SandboxTransformer(extra_modules=extra_modules)
-    if not source.isascii() or not FORBIDDEN_BUILTINS.isdisjoint(_WORD.findall(source)):
+    words = _WORD.findall(source) if source.isascii() else None
+    if words is None or not FORBIDDEN_BUILTINS.isdisjoint(words):
         # only then do the names the program binds matter (`def f(input):` may read `input`);
         # identifiers are NFKC-normalised, so a non-ASCII source may spell one unseen
         transformer._bound_names = _bound_names(tree)
@@ -426,7 +449,8 @@ def compile_program(
             code = compile(tree, "<program>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         return PolicyRejection("syntax", f"{type(err).__name__}: {err}")
-    return CompiledProgram(code=code, source=source)
+    rerun = words is None or transformer.builds_sets or not PROCESS_WORDS.isdisjoint(words)
+    return CompiledProgram(code=code, source=source, rerun=rerun)
 
 
 def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput | PolicyRejection:
@@ -442,7 +466,7 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
             why = "too_large" if isinstance(err, values.TooLarge) else "not_literal"
             return PolicyRejection(f"input:{why}", str(err))
         code = compile(f"_args_({normalised})", "<input>", "eval", dont_inherit=True)
-        return CompiledInput(normalised, code, expression=False)
+        return CompiledInput(normalised, code, expression=False, rerun=_may_hold_set(normalised))
     if mode != "expression":
         raise ValueError(f"unknown input mode {mode!r}; known: {INPUT_MODES}")
     if len(text) > limits.max_chars:
@@ -479,4 +503,20 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
         return PolicyRejection(f"policy:{rule}", "; ".join(transformer.errors[:3]))
     ast.fix_missing_locations(call)
     code = compile(call, "<input>", "eval", dont_inherit=True)
-    return CompiledInput(", ".join(parts), code, expression=True)
+    rerun = transformer.builds_sets or not text.isascii()
+    rerun = rerun or not PROCESS_WORDS.isdisjoint(_WORD.findall(text))
+    return CompiledInput(", ".join(parts), code, expression=True, rerun=rerun)
+
+
+def _may_hold_set(literal: str) -> bool:
+    """Whether a literal argument list holds a set (`{1, 2}`, `set(...)`, `frozenset(...)`):
+    only a text with a brace or one of those words is parsed again to tell."""
+    if "set(" in literal:
+        return True
+    if "{" not in literal:
+        return False
+    try:
+        tree = ast.parse(f"f({literal})", "<input>", "eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return True  # not reached: the text is `parse_call_args`'s own
+    return any(isinstance(node, ast.Set) for node in ast.walk(tree))

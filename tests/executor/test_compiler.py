@@ -103,8 +103,18 @@ def test_the_number_of_helpers_is_checked():
 
 def test_a_reply_holding_anything_but_marshalled_code_is_refused():
     """The helpers' code goes to the sandbox as bytes: a reply is taken only if each program's
-    result is `marshal` bytes of a code object (else its chunk is compiled here)."""
+    result is `marshal` bytes of a code object and whether it reruns (else its chunk is
+    compiled here)."""
     code = compile("def f(x):\n    return x", "<program>", "exec")
-    assert compiler._decode(marshal.dumps(([("ok", marshal.dumps(code))], [])), ["p"], [])
-    for result in [("ok", code), ("ok", marshal.dumps(5)), ("ok", b""), ("ok", "text")]:
+    good = ("ok", marshal.dumps(code), False)
+    [decoded] = compiler._decode(marshal.dumps(([good], [])), ["p"], [])[0].values()
+    assert decoded.code.co_consts == code.co_consts and decoded.rerun is False
+    for result in [
+        ("ok", code, False),
+        ("ok", marshal.dumps(5), False),
+        ("ok", b"", False),
+        ("ok", "text", False),
+        ("ok", marshal.dumps(code)),
+        ("ok", marshal.dumps(code), 0),
+    ]:
         assert compiler._decode(marshal.dumps(([result], [])), ["p"], []) is None

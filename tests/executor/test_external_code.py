@@ -13,6 +13,7 @@ import pytest
 from selfplay.config import ExecutorConfig
 from selfplay.eval.code_tests import humaneval_program, mbpp_program
 from selfplay.executor import Executor
+from selfplay.executor.compiled import CompiledProgram
 from selfplay.executor.values import ValueRejected, canonical_from_text
 from selfplay.files import records
 from tests.conftest import require_data
@@ -104,18 +105,24 @@ def test_mbpp_reference_code_passes_its_tests(test_executor, report):
     run_suite(test_executor, problems, programs, "task_id", report, "MBPP", MBPP_REFUSED)
 
 
+def azr_cases(path) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (program, input) cases of an AZR seed pool file and their outputs in the file."""
+    cases, given = [], []
+    for record in records(path):
+        program = "\n".join(record.get("imports") or []) + "\n" + record["snippet"]
+        if "inputs" in record:
+            pairs = list(zip(record["inputs"], record["outputs"], strict=True))
+        else:
+            pairs = [(record["input"], record["output"])]
+        cases += [(program, i) for i, _ in pairs]
+        given += [o for _, o in pairs]
+    return cases, given
+
+
 def test_azr_seed_pools(executor, report):
     folder = require_data("azr_seed")
     for path in sorted(folder.glob("*.jsonl")):
-        cases, given = [], []
-        for record in records(path):
-            program = "\n".join(record.get("imports") or []) + "\n" + record["snippet"]
-            if "inputs" in record:
-                pairs = list(zip(record["inputs"], record["outputs"], strict=True))
-            else:
-                pairs = [(record["input"], record["output"])]
-            cases += [(program, i) for i, _ in pairs]
-            given += [o for _, o in pairs]
+        cases, given = azr_cases(path)
         reasons = collections.Counter()
         for verdict, output in zip(executor.validate(cases), given, strict=True):
             if not verdict.ok:
@@ -133,3 +140,27 @@ def test_azr_seed_pools(executor, report):
         )
         assert accepted / len(cases) > 0.85
         assert not {"crash:protocol", "crash:worker"} & set(reasons)
+
+
+def test_one_run_where_two_cannot_differ_misses_nothing_two_runs_find(cruxeval, report):
+    """Validation reruns only the cases that can tell two processes apart (a set, `hash`, a
+    class, an address in the output; `executor/validate.py`): on every case of the AZR seed
+    pools and CRUXEval its verdicts are those of two runs for every case, the nondeterministic
+    ones (set orders, hashes of strings) included."""
+    folder = require_data("azr_seed")
+    cases = [case for path in sorted(folder.glob("*.jsonl")) for case in azr_cases(path)[0]]
+    cases += [(r["code"], r["input"]) for r in cruxeval]
+    verdicts = {}
+    for always in (False, True):
+        with Executor(ExecutorConfig(always_rerun=always)) as ex:
+            verdicts[always] = [(v.ok, v.reason, v.output) for v in ex.validate(cases)]
+    compiled = [ex.compile(program) for program in {p for p, _ in cases}]
+    reruns = sum(c.rerun for c in compiled if isinstance(c, CompiledProgram))
+    nondeterministic = sum(reason == "nondeterministic" for _, reason, _ in verdicts[True])
+    report.append(
+        f"Validation, one run where two cannot differ: {len(cases)} cases, the verdicts of two "
+        f"runs each ({nondeterministic} nondeterministic); {reruns} of {len(compiled)} programs "
+        "rerun"
+    )
+    assert nondeterministic >= 5
+    assert verdicts[False] == verdicts[True]

@@ -240,8 +240,21 @@ def test_exit_code_spoofing(executor, program, expected):
             "1",
             "nondeterministic",
         ),
+        ("def f(x):\n    return str(f)", "1", "nondeterministic"),  # '<function f at 0x...>'
+        ("def f(x):\n    return repr(map(int, x))", "'12'", "nondeterministic"),
     ],
-    ids=["set-order", "hash", "id", "datetime-now", "date-today", "random", "time", "keys-union"],
+    ids=[
+        "set-order",
+        "hash",
+        "id",
+        "datetime-now",
+        "date-today",
+        "random",
+        "time",
+        "keys-union",
+        "address",
+        "map-address",
+    ],
 )
 def test_nondeterminism(executor, program, inp, expected):
     assert reason_of(executor, program, inp) == expected

@@ -67,3 +67,83 @@ def test_the_pool_runs_submitted_batches_and_returns_each_once(executor):
     assert sorted(results) == [0, 1]
     assert all(r.ok and r.output == "6" for batch in results.values() for r in batch)
     assert executor.pool.collect(0) == {}
+
+
+@pytest.mark.parametrize(
+    "program, rerun",
+    [
+        ("def f(x):\n    return sorted(x)[::-1]", False),
+        ("def f(d):\n    return {k: v for k, v in d.copy().popitem()}", False),
+        ("def f(x):\n    return f'{x}'", False),
+        ("def f(x):\n    return {1, 2}", True),
+        ("def f(x):\n    return [c for c in {a for a in x}]", True),
+        ("def f(x):\n    return sorted(set(x))", True),
+        ("def f(x):\n    return len(frozenset(x))", True),
+        ("def f(x):\n    return hash(x)", True),
+        ("def f(d):\n    return list(d.keys() | {'a'})", True),
+        ("def f(d):\n    return [k for k, _ in d.items()]", True),
+        ("class A:\n    pass\ndef f(x):\n    return x", True),
+        ("def f(x):\n    return str(object())", True),
+        ("from typing import AbstractSet\ndef f(x):\n    return x", True),
+        ("def f(x):\n    return 'é' + x", True),  # identifiers may be spelt in other scripts
+    ],
+)
+def test_a_program_reruns_when_it_can_tell_two_processes_apart(executor, program, rerun):
+    assert executor.compile(program).rerun is rerun
+
+
+@pytest.mark.parametrize(
+    "text, mode, rerun",
+    [
+        ("[1, 2], 'a'", "literal", False),
+        ("{'a': 1, 'b': 2}", "literal", False),
+        ("'{set(}'", "literal", True),  # conservative: the words, even inside a string
+        ("{'a', 'b'}", "literal", True),
+        ("{'k': {1, 2}}", "literal", True),
+        ("set(), x=frozenset([1])", "literal", True),
+        ("sorted([3, 1])", "expression", False),
+        ("sorted({'a', 'b'})", "expression", True),
+        ("hash('a')", "expression", True),
+    ],
+)
+def test_an_input_reruns_when_it_can_hold_a_set(executor, text, mode, rerun):
+    assert executor.compile_input(text, mode).rerun is rerun
+
+
+def _runs(ex, monkeypatch, cases) -> tuple[list, int]:
+    """The verdicts of the cases and how many runs their validation took."""
+    runs = 0
+    batch = ex.batch
+
+    def counting(items):
+        nonlocal runs
+        runs += len(items)
+        return batch(items)
+
+    monkeypatch.setattr(ex, "batch", counting)
+    return ex.validate(cases), runs
+
+
+@pytest.mark.parametrize("always", [False, True])
+def test_only_cases_that_can_differ_run_twice(monkeypatch, always):
+    """A pure program runs once; a set, an input holding a set or an output that shows an
+    address runs again on the other worker, whose hash seed differs, unless
+    `executor.always_rerun` reruns everything."""
+    cases = [
+        ("def f(x):\n    return sorted(x)[::-1]", "[3, 1, 2]"),
+        ("def f(x):\n    return x // 0", "1"),  # fails: one run either way
+        ("def f(x):\n    return list(set(x))", "'abcdefghij'"),
+        ("def f(x):\n    return len(x)", "{'a', 'b'}"),
+        ("def f(x):\n    return hex(x)", "255"),  # '0x..': reruns, and agrees
+    ]
+    with Executor(ExecutorConfig(always_rerun=always)) as ex:
+        verdicts, runs = _runs(ex, monkeypatch, cases)
+    assert [v.reason for v in verdicts] == [
+        "ok",
+        "crash:ZeroDivisionError",
+        "nondeterministic",
+        "ok",
+        "ok",
+    ]
+    assert [v.output for v in verdicts[:1] + verdicts[3:]] == ["[3, 2, 1]", "2", "'0xff'"]
+    assert runs == (9 if always else 8)
