@@ -99,12 +99,13 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 #: shows the object's address. A program can reach either only through a set display or
 #: comprehension or one of these words (`id`, the clock, `random` and `time` are refused
 #: already): the set builtins, `hash`, `object`, classes (their instances hash by address),
-#: dict views (`d.keys() | s` is a set) and the set types of `typing` and `collections.abc`.
+#: dict views (`d.keys() | s` is a set), the set types of `typing` and `collections.abc`, and
+#: the ways to an attribute whose name is computed (`getattr(d, 'ke' + 'ys')`).
 #: Validation runs such a program twice, in two workers with different hash seeds, and every
 #: other program once (and again when its output shows an address: `validate.py`).
 PROCESS_WORDS = frozenset(
-    """set frozenset hash object class keys items Set FrozenSet AbstractSet MutableSet
-    KeysView ItemsView""".split()
+    """set frozenset hash __hash__ object class keys items Set FrozenSet AbstractSet
+    MutableSet KeysView ItemsView getattr attrgetter methodcaller""".split()
 )
 
 

@@ -80,6 +80,8 @@ def test_the_pool_runs_submitted_batches_and_returns_each_once(executor):
         ("def f(x):\n    return sorted(set(x))", True),
         ("def f(x):\n    return len(frozenset(x))", True),
         ("def f(x):\n    return hash(x)", True),
+        ("def f(x):\n    return x.__hash__()", True),
+        ("def f(d):\n    return list(getattr(d, 'ke' + 'ys')() | d)", True),
         ("def f(d):\n    return list(d.keys() | {'a'})", True),
         ("def f(d):\n    return [k for k, _ in d.items()]", True),
         ("class A:\n    pass\ndef f(x):\n    return x", True),
