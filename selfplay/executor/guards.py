@@ -147,7 +147,16 @@ def guarded_getattr(obj: object, name: str, *default):
     value = getattr(obj, name, *default)
     if isinstance(value, types.ModuleType) and value not in _PROXY_SET:
         raise PolicyError("module", f"attribute {name!r} is a module")
+    if is_metaclass(value):
+        raise PolicyError("metaclass", f"attribute {name!r} is a metaclass")
     return value
+
+
+def is_metaclass(value: object) -> bool:
+    """`type`, `abc.ABCMeta`, `enum.EnumType`...: called with three arguments, one makes a class
+    with any dunder method (`__del__`), which the policy allows a `class` statement only
+    within its list (`policy._DUNDER_DEFS`); a program never holds one."""
+    return isinstance(value, type) and issubclass(value, type)
 
 
 def guarded_hasattr(obj: object, name: str) -> bool:
@@ -239,7 +248,10 @@ class PrintSink:
 def _type(obj, *rest):
     if rest:
         raise PolicyError("builtin", "type() with three arguments is not allowed")
-    return type(obj)
+    kind = type(obj)
+    if is_metaclass(kind):  # `type(int)` is `type` itself
+        raise PolicyError("metaclass", "type() of a class, its metaclass, is not available")
+    return kind
 
 
 _SAFE_BUILTIN_NAMES = """abs all any ascii bin bool bytearray bytes callable chr classmethod
@@ -279,6 +291,10 @@ def _build_builtins(import_fn: Callable) -> dict:
 #: `datetime.date.today()` and friends: deterministic within a day, so the two validation runs
 #: would agree and only a later verification would disagree.
 _CLOCK_METHODS = frozenset({"now", "today", "utcnow"})
+#: Public attribute names the run-time guards refuse or replace for some objects (the clock,
+#: `str.format`'s unguarded field look-ups): a class pattern, whose attribute reads no guard
+#: sees, may not name them (`match_rules.py`).
+GUARDED_PUBLIC_NAMES = frozenset({"format", "format_map"}) | _CLOCK_METHODS | LIBRARY_ONLY_DENIED
 _CLOCK_CLASSES: tuple = ()
 _WRITABLE_TYPES: set = {list, dict, bytearray, set}
 #: The module proxies; any other module object is refused by `guarded_getattr`.

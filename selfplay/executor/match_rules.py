@@ -3,7 +3,8 @@
 Patterns are not expressions: the match machinery reads a class pattern's attributes and a
 value pattern's dotted names without going through `_getattr_`, so the transformer cannot
 guard them at run time and checks them here instead. Class patterns may name public
-attributes only (no `_` prefix, none of the introspection attributes); value patterns and
+attributes only (no `_` prefix, none of the introspection attributes, none that the run-time
+guards refuse or replace for some objects: `guards.GUARDED_PUBLIC_NAMES`); value patterns and
 mapping keys are literals or dotted names under the same rule, and no name in a pattern may be
 a forbidden builtin. Capture names (`case [x, *rest]`, `case {**rest}`, `as y`) go through the
 same name check as assignments. `SandboxTransformer` (`policy.py`) takes these methods in.
@@ -13,7 +14,11 @@ from __future__ import annotations
 
 import ast
 
-from selfplay.executor.guards import DENIED_PUBLIC_ATTRIBUTES, FORBIDDEN_BUILTINS
+from selfplay.executor.guards import (
+    DENIED_PUBLIC_ATTRIBUTES,
+    FORBIDDEN_BUILTINS,
+    GUARDED_PUBLIC_NAMES,
+)
 
 __all__ = ["MatchStatementRules"]
 
@@ -51,6 +56,8 @@ class MatchStatementRules:
         for attr in node.kwd_attrs:
             if attr.startswith("_") or attr in DENIED_PUBLIC_ATTRIBUTES:
                 self.deny(node, "dunder", f'class pattern on attribute "{attr}"')
+            elif attr in GUARDED_PUBLIC_NAMES:  # `case str(format=fmt)`: an unguarded format
+                self.deny(node, "introspection", f'class pattern on attribute "{attr}"')
         node.patterns = [self.visit(p) for p in node.patterns]
         node.kwd_patterns = [self.visit(p) for p in node.kwd_patterns]
         return node

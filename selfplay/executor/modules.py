@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import types
 
-from selfplay.executor.guards import PolicyError, guarded_getattr, init_library_tables
+from selfplay.executor.guards import (
+    PolicyError,
+    guarded_getattr,
+    init_library_tables,
+    is_metaclass,
+)
 
 __all__ = [
     "ALLOWED_MODULES",
@@ -51,11 +56,14 @@ ALLOWED_MODULES: dict[str, frozenset] = {
     "fractions": frozenset(),
     "decimal": frozenset({"DefaultContext", "BasicContext", "ExtendedContext"}),
     "statistics": frozenset(),
-    "numbers": frozenset(),
-    "typing": frozenset({"get_type_hints", "ForwardRef", "get_overloads", "clear_overloads"}),
+    "numbers": frozenset({"ABCMeta"}),  # metaclasses: `guards.is_metaclass`
+    "typing": frozenset(
+        {"get_type_hints", "ForwardRef", "get_overloads", "clear_overloads", "ABCMeta"}
+        | {"NamedTupleMeta"}
+    ),
     "dataclasses": frozenset({"make_dataclass"}),
-    "enum": frozenset(),
-    "abc": frozenset(),
+    "enum": frozenset({"EnumMeta", "EnumType"}),
+    "abc": frozenset({"ABCMeta"}),
     "copy": frozenset(),
     "json": frozenset(),
     "array": frozenset(),
@@ -116,10 +124,10 @@ def _is_constant(value: object) -> bool:
 
 def _proxy_value(module_name: str, value: object) -> bool:
     """Functions, classes and immutable constants; enum members (`re.IGNORECASE`) and typing
-    constructs are immutable too. Never a module, never mutable state."""
+    constructs are immutable too. Never a module, a metaclass or mutable state."""
     import enum
 
-    if isinstance(value, types.ModuleType):
+    if isinstance(value, types.ModuleType) or is_metaclass(value):
         return False
     if callable(value) or _is_constant(value) or isinstance(value, enum.Enum):
         return True

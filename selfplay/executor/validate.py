@@ -76,7 +76,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
         for worker, batch in finished.items():
             for (k, second), result in zip(in_flight.pop(worker), batch, strict=True):
                 results[second][k] = result
-                if not second and result.ok and (ready[k][3] or "0x" in (result.output or "")):
+                if not second and result.ok and (ready[k][3] or _shows_address(result.output)):
                     queued[(k + 1) % n].append((k, 1))  # the second run, on another worker
                 else:
                     complete.append(k)
@@ -127,6 +127,11 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
             pool.collect(None)
     judge(len(complete))
     return verdicts
+
+
+def _shows_address(output: str | None) -> bool:
+    """A default `repr` (`<map object at 0x7f...>`), in either case (`.upper()`)."""
+    return output is not None and ("0x" in output or "0X" in output)
 
 
 def _judge(executor, input_text: str, a: RunResult, b: RunResult | None) -> Verdict:

@@ -53,6 +53,15 @@ INTROSPECTION = {
     "decimal default context": "from decimal import DefaultContext\ndef f(x):\n    return 1",
     "type hints evaluate strings": "from typing import get_type_hints\ndef f(x):\n    return 1",
     "match keyword on a dunder": "def f(x):\n    match x:\n        case int(__class__=c):\n            return c",
+    "match keyword on str.format": "import numbers\ndef f(t):\n    match t:\n"
+    "        case str(format=fmt):\n            return fmt(numbers.Integral)",
+    "match keyword on the clock": "import datetime\ndef f(x):\n"
+    "    match datetime.datetime(2000, 1, 1):\n        case datetime.datetime(now=clock):\n"
+    "            return str(clock())",
+    "type of a class": "def f(x):\n    C = type(int)('C', (), {'__del__': lambda s: None})\n    return 1",
+    "metaclass via __class__": "def f(x):\n    return int.__class__('C', (), {})",
+    "metaclass of a module": "import abc\ndef f(x):\n    return abc.ABCMeta('C', (), {})",
+    "metaclass imported": "from enum import EnumType\ndef f(x):\n    return EnumType('E', (), {})",
     "setattr dunder": "class A:\n    pass\ndef f(x):\n    setattr(A, '__init_subclass__', 1)",
     "write a library class": "def f(x):\n    ValueError.note = 1\n    return 1",
     "write a module": "import math\ndef f(x):\n    math.pi = 3\n    return math.pi",
@@ -242,6 +251,7 @@ def test_exit_code_spoofing(executor, program, expected):
         ),
         ("def f(x):\n    return str(f)", "1", "nondeterministic"),  # '<function f at 0x...>'
         ("def f(x):\n    return repr(map(int, x))", "'12'", "nondeterministic"),
+        ("def f(s):\n    return str(reversed(s)).upper()", "'abc'", "nondeterministic"),
     ],
     ids=[
         "set-order",
@@ -254,6 +264,7 @@ def test_exit_code_spoofing(executor, program, expected):
         "keys-union",
         "address",
         "map-address",
+        "address-upper-case",
     ],
 )
 def test_nondeterminism(executor, program, inp, expected):
