@@ -184,7 +184,8 @@ from the first: every run starts alike, so two runs can only differ by what diff
 two processes (the hash seed, addresses), which a program reaches only through a set, `hash`,
 `object`, a class or a dict view, or shows in its output (`executor/validate.py`): 6.7% of
 CRUXEval's literal-input cases rerun. 5 runs of this benchmark alternating with the checkout
-before: 1.18-1.29x AZR's rate (median 1.20; median pass ratios 1.13-1.24) against 0.99-1.02x.
+before: 1.18-1.29x AZR's rate (median 1.20; median pass ratios 1.13-1.24) against 0.99-1.02x;
+after a review's policy fixes (f489fcb), 3 more pairs: 1.15-1.26x against 0.98-1.02x.
 On the 9,236 cases of the AZR seed pools and CRUXEval the verdicts equal those of two runs for
 every case (`tests/executor/test_external_code.py`).
 """
