@@ -112,12 +112,21 @@ def _is_definition(node: ast.stmt) -> bool:
     keep = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
     if isinstance(node, keep):
         return True
-    # Constants and tables at module level (`LIMIT = 10`, `TABLE: dict = {...}`) are part of
-    # the program; a call's result assigned at module level (`result = f(3)`) is not.
+    # Constants and tables at module level (`LIMIT = 10`, `VOWELS = set('aeiou')`) are part of
+    # the program; a demonstration's result assigned at module level (`result = f(3)`,
+    # `out = print(...)`) is not.
     if isinstance(node, ast.Assign | ast.AnnAssign):
         value = node.value
-        return value is not None and not any(isinstance(n, ast.Call) for n in ast.walk(value))
+        return value is not None and not any(_calls_f_or_print(n) for n in ast.walk(value))
     return False
+
+
+def _calls_f_or_print(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("f", "print")
+    )
 
 
 def clean_program(source: str) -> tuple[str, list[str]]:
@@ -166,13 +175,7 @@ def has_test_code(source: str) -> bool:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             return True
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Assert):
-                return True
-            if (
-                isinstance(sub, ast.Call)
-                and isinstance(sub.func, ast.Name)
-                and sub.func.id in ("f", "print")
-            ):
+            if isinstance(sub, ast.Assert) or _calls_f_or_print(sub):
                 return True
     return False
 

@@ -122,14 +122,15 @@ def test_induction_answers_are_cleaned_programs():
 
 def test_clean_program_keeps_definitions_and_collects_calls():
     source = (
-        "import math\nLIMIT = 3\n\n@staticmethod\ndef g(x):\n    return x\n\n"
-        "def f(a, b):\n    return a + b\n\nresult = f(1, 2)\nassert f(3, 4) == 7\n"
+        "import math\nLIMIT = 3\nVOWELS = set('aeiou')\n\n@staticmethod\ndef g(x):\n"
+        "    return x\n\ndef f(a, b):\n    return a + b\n\nresult = f(1, 2)\n"
+        "shown = str(print(g(1)))\nassert f(3, 4) == 7\n"
         "if __name__ == '__main__':\n    print(f('a', 'b'))\n"
     )
     program, calls = clean_program(source)
     assert program == (
-        "import math\n\nLIMIT = 3\n\n@staticmethod\ndef g(x):\n    return x\n\n"
-        "def f(a, b):\n    return a + b"
+        "import math\n\nLIMIT = 3\n\nVOWELS = set('aeiou')\n\n@staticmethod\ndef g(x):\n"
+        "    return x\n\ndef f(a, b):\n    return a + b"
     )
     assert calls == ["1, 2", "3, 4", "'a', 'b'"]
     assert clean_program("def f(:\n") == ("def f(:\n", [])
