@@ -5,7 +5,9 @@
 
 Prints one JSON object per measurement; the last line is the summary with the keys
 `validations_per_s`, `verifications_per_s`, `subprocess_baseline_validations_per_s` and
-`inprocess_validations_per_s`; with `--azr`, also `azr_validations_per_s`,
+`inprocess_validations_per_s` and `rerun_share` (the share of cases flagged for a second run
+before they run: an output that shows an address adds a few, 1 of CRUXEval's 788; 1 with
+`always_rerun=true`); with `--azr`, also `azr_validations_per_s`,
 `validation_ratio_to_azr` and `median_pass_ratio_to_azr_batch`.
 
 Validation: the CRUXEval programs with literal inputs, each with one isolated run, and a
@@ -181,8 +183,9 @@ of a ~350 us validation at 256 runs a child, not worth bypassing Python's fork.
 Then (2026-12-02, 2 cores, alone, on a slower CPU than the rows above: AVX2, no AVX512), the
 second run, ~50 us of the sandbox's ~110 us a validation, is made only where it could differ
 from the first: every run starts alike, so two runs can only differ by what differs between
-two processes (the hash seed, addresses), which a program reaches only through a set, `hash`,
-`object`, a class or a dict view, or shows in its output (`executor/validate.py`): 6.7% of
+two processes (the hash seed, addresses), which a program reaches only through a set or a word
+of `policy.PROCESS_WORDS` (`hash`, `object`, a class, a dict view, ...), or shows in its output
+(`executor/validate.py`): 6.7% of
 CRUXEval's literal-input cases rerun. 5 runs of this benchmark alternating with the checkout
 before: 1.18-1.29x AZR's rate (median 1.20; median pass ratios 1.13-1.24) against 0.99-1.02x;
 after a review's policy fixes (f489fcb), 3 more pairs: 1.15-1.26x against 0.98-1.02x.
@@ -457,7 +460,9 @@ def main() -> None:
         for row in verification.values():
             emit(row)
     reruns = sum(
-        executor.compile(t["code"]).rerun or executor.compile_input(t["input"], "literal").rerun
+        config.always_rerun
+        or executor.compile(t["code"]).rerun
+        or executor.compile_input(t["input"], "literal").rerun
         for t in tasks
     )
     answers = sum(r["answers"] for r in verification.values())

@@ -108,25 +108,31 @@ def program_blocks(text: str) -> list[str]:
     return ["\n".join(imports + kept).strip("\n")]
 
 
-def _is_definition(node: ast.stmt) -> bool:
+def _is_definition(node: ast.stmt, functions: set[str]) -> bool:
     keep = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
     if isinstance(node, keep):
         return True
     # Constants and tables at module level (`LIMIT = 10`, `VOWELS = set('aeiou')`) are part of
-    # the program; a demonstration's result assigned at module level (`result = f(3)`,
-    # `out = print(...)`) is not.
+    # the program; a demonstration assigned at module level is not: a value that names `f`,
+    # `print` or `input` (`result = f(3)`, `xs = list(map(f, data))`, `n = int(input())`) or
+    # calls another function the program defines (`status = main()`).
     if isinstance(node, ast.Assign | ast.AnnAssign):
         value = node.value
-        return value is not None and not any(_calls_f_or_print(n) for n in ast.walk(value))
+        return value is not None and not any(_demonstrates(n, functions) for n in ast.walk(value))
     return False
 
 
-def _calls_f_or_print(node: ast.AST) -> bool:
+def _demonstrates(node: ast.AST, functions: set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in ("f", "print", "input")
     return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("f", "print")
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions
     )
+
+
+def _functions(tree: ast.Module) -> set[str]:
+    """The names of the functions a program defines at top level."""
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
 def clean_program(source: str) -> tuple[str, list[str]]:
@@ -143,8 +149,9 @@ def clean_program(source: str) -> tuple[str, list[str]]:
         return source, []
     lines = source.split("\n")
     kept, calls = [], []
+    functions = _functions(tree)
     for node in tree.body:
-        if _is_definition(node):
+        if _is_definition(node, functions):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             kept.append("\n".join(lines[first - 1 : node.end_lineno]))
             continue
@@ -162,20 +169,21 @@ def clean_program(source: str) -> tuple[str, list[str]]:
 
 def has_test_code(source: str) -> bool:
     """Whether a program that parses demonstrates itself at top level: a statement
-    `clean_program` leaves out that is a call (`print(f(6))`, `check()`), asserts, or calls `f`
+    `clean_program` leaves out that is a call (`print(f(6))`, `check()`), asserts, or names `f`
     or `print` anywhere in it (`x = f(1)`, the same under `if __name__ == ...`). A docstring,
     `pass`, a guarded import or a constant built with a call (`VOWELS = set('aeiou')`) is none."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+    functions = _functions(tree)
     for node in tree.body:
-        if _is_definition(node):
+        if _is_definition(node, functions):
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             return True
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Assert) or _calls_f_or_print(sub):
+            if isinstance(sub, ast.Assert) or _demonstrates(sub, {"f", "print"}):
                 return True
     return False
 

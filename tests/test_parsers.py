@@ -124,7 +124,8 @@ def test_clean_program_keeps_definitions_and_collects_calls():
     source = (
         "import math\nLIMIT = 3\nVOWELS = set('aeiou')\n\n@staticmethod\ndef g(x):\n"
         "    return x\n\ndef f(a, b):\n    return a + b\n\nresult = f(1, 2)\n"
-        "shown = str(print(g(1)))\nassert f(3, 4) == 7\n"
+        "shown = str(print(g(1)))\nn = int(input())\nxs = list(map(f, range(9)))\n"
+        "status = g(2)\nassert f(3, 4) == 7\n"
         "if __name__ == '__main__':\n    print(f('a', 'b'))\n"
     )
     program, calls = clean_program(source)

@@ -171,13 +171,14 @@ def _random_replacements() -> dict[str, object]:
     import random
 
     class Random(random.Random):
-        """`random.Random` whose default seed is 0 instead of the operating system's entropy."""
+        """`random.Random` seeded with 0 where Python's would take the operating system's
+        entropy or the clock (no seed, or None)."""
 
         def __init__(self, x=0):
-            super().__init__(x)
+            super().__init__(0 if x is None else x)
 
         def seed(self, a=0, version=2):
-            super().seed(a, version)
+            super().seed(0 if a is None else a, version)
 
     shared = Random()
     _RUN_STATE["random"] = shared
@@ -251,7 +252,31 @@ def prepare(extra: tuple[str, ...] = ()) -> None:
         if parent in _PROXIES:
             setattr(_PROXIES[parent], child, proxy)
     init_library_tables(_PROXIES.values())
+    _refuse_private_enum_members()
     _TEMPLATE.update(namespace_template(guarded_import))
+
+
+def _refuse_private_enum_members() -> None:
+    """`Enum('E', {'__init_subclass__': hook})` would give a class the dunder methods that a
+    `class` statement may not define: in the sandbox the functional API takes public member
+    names only."""
+    import enum
+
+    create = enum.EnumType._create_  # a method of the metaclass: `cls` is the enum class
+
+    def _create_(cls, class_name, names, **kwargs):
+        if isinstance(names, str):
+            listed = names.replace(",", " ").split()
+        elif isinstance(names, dict) or hasattr(names, "keys"):
+            listed = list(names.keys())
+        else:
+            names = list(names)
+            listed = [item if isinstance(item, str) else item[0] for item in names]
+        if any(not isinstance(name, str) or name.startswith("_") for name in listed):
+            raise PolicyError("private_name", "an enum member's name may not start with '_'")
+        return create(cls, class_name, names, **kwargs)
+
+    enum.EnumType._create_ = _create_
 
 
 def reset_run_state() -> None:

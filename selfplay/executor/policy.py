@@ -95,14 +95,15 @@ class _TooDeep(Exception):
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 #: What may make two runs of one program on one input differ, though every run starts alike: the
-#: order of a set of strings follows the process's hash seed, and a default `repr` or `hash`
-#: shows the object's address. A program can reach either only through a set display or
-#: comprehension or one of these words (`id`, the clock, `random` and `time` are refused
-#: already): the set builtins, `hash`, `object`, classes (their instances hash by address),
-#: dict views (`d.keys() | s` is a set), the set types of `typing` and `collections.abc`, and
-#: the ways to an attribute whose name is computed (`getattr(d, 'ke' + 'ys')`).
-#: Validation runs such a program twice, in two workers with different hash seeds, and every
-#: other program once (and again when its output shows an address: `validate.py`).
+#: order of a set of strings follows the process's hash seed, and a default `repr` or `hash` shows
+#: the object's address. A program can reach either only through a set display or comprehension or
+#: one of these words (`id`, the clock and `time` are refused, and `random`, where a configuration
+#: allows it, is reseeded with 0 every run and never reads entropy): the set builtins, `hash`,
+#: `object`, classes (their instances hash by address), dict views (`d.keys() | s` is a set), the
+#: set types of `typing` and `collections.abc`, and the ways to an attribute whose name is computed
+#: (`getattr(d, 'ke' + 'ys')`). Validation runs such a program twice, in two workers with different
+#: hash seeds, and every other program once (and again when its output shows an address:
+#: `validate.py`).
 PROCESS_WORDS = frozenset(
     """set frozenset hash __hash__ object class keys items Set FrozenSet AbstractSet
     MutableSet KeysView ItemsView getattr attrgetter methodcaller""".split()

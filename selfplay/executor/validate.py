@@ -4,19 +4,22 @@ A case is valid when the program parses, passes the policy, defines `f`, the inp
 argument list (literal, unless the caller asks for expression inputs), and `f(input)` returns a
 canonical value within the limits, in a fresh run. Every run starts from the same state (a fresh
 namespace in a child of the worker's zygote, `random` reseeded, the clock refused), so what can
-still differ between two runs is what differs between two processes: the hash seed (the order
-of a set of strings) and memory addresses (a default `repr` or `hash`). A case that can reach
-either (`policy.PROCESS_WORDS`: a set, `hash`, `object`, a class, a dict view; an input holding
-a set; an output that shows an address, `0x...`) runs a second time, on another worker with
-another hash seed, and is valid when both runs return the same canonical output. Every case
-runs once, spread over all workers; the survivors that need it run again, so that a failing
-case costs one run and so does one that cannot differ (93% of CRUXEval's literal-input cases:
-validation ~20% faster; `executor.always_rerun` reruns every case; `docs/executor.md`).
+still differ between two runs is what differs between two processes: the hash seed (the order of
+a set of strings) and memory addresses (a default `repr` or `hash`). A case that can reach
+either (a set display or a word of `policy.PROCESS_WORDS`, such as `set`, `hash`, `object`,
+`class` or a dict view's `keys`: `CompiledProgram.rerun`; an input holding a set:
+`CompiledInput.rerun`; an output that shows an address, `0x...`: `_shows_address`) runs a second
+time, on another worker with another hash seed, and is valid when both runs return the same
+canonical output. Every case runs once, spread over all workers; the survivors that need it run
+again, so that a failing case costs one run and so does one that cannot differ (93% of
+CRUXEval's literal-input cases: validation ~20% faster; `executor.always_rerun` reruns every
+case; `docs/executor.md`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from selfplay.executor.policy import CompiledInput, PolicyRejection
 from selfplay.executor.runner import RunResult
@@ -36,6 +39,15 @@ _MIN_BATCH = 128
 _MIN_BATCH_HELPED = 512
 
 
+class _Ready(NamedTuple):
+    """A case that passed the policy, waiting for its runs."""
+
+    case: int  # its index in the caller's list
+    program: str
+    call: CompiledInput
+    rerun: bool  # a second run, unless its first fails (or shows an address: `_shows_address`)
+
+
 def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> list[Verdict]:
     """Compilation (trusted side) and the runs (sandbox) overlap: every `_CHUNK` cases, idle
     workers get the runs queued for them, first runs and second runs of cases whose first run
@@ -51,7 +63,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
     the cases whose runs are back are judged, a chunk at a time, while the workers run (judging
     after the last run left a core idle: CRUXEval's 788 validations took ~3% less time)."""
     verdicts: list[Verdict | None] = [None] * len(cases)
-    ready: list[tuple[int, str, CompiledInput, bool]] = []  # (case, program, input, rerun)
+    ready: list[_Ready] = []
     pool, n, cpu = executor.pool, executor.pool.size, executor.config.run_timeout_s
     per_child = max(1, executor.config.runs_per_child)
     always = executor.config.always_rerun
@@ -67,7 +79,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
         for worker, runs in queued.items():
             size = min(len(runs) // unit * unit, most or len(runs))
             if size and worker not in in_flight:
-                items = [(ready[k][1], ready[k][2], cpu, None) for k, _ in runs[:size]]
+                items = [(ready[k].program, ready[k].call, cpu, None) for k, _ in runs[:size]]
                 jobs[worker] = executor.batch(items)
                 in_flight[worker], queued[worker] = runs[:size], runs[size:]
         pool.submit(jobs)
@@ -76,7 +88,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
         for worker, batch in finished.items():
             for (k, second), result in zip(in_flight.pop(worker), batch, strict=True):
                 results[second][k] = result
-                if not second and result.ok and (ready[k][3] or _shows_address(result.output)):
+                if not second and result.ok and (ready[k].rerun or _shows_address(result.output)):
                     queued[(k + 1) % n].append((k, 1))  # the second run, on another worker
                 else:
                     complete.append(k)
@@ -84,7 +96,7 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
     def judge(count: int) -> None:
         nonlocal judged
         for k in complete[judged : judged + count]:
-            case, _, call, _ = ready[k]
+            case, call = ready[k].case, ready[k].call
             verdicts[case] = _judge(executor, call.text, results[0][k], results[1].get(k))
         judged = min(len(complete), judged + count)
 
@@ -110,7 +122,8 @@ def validate_cases(executor, cases: Sequence[tuple[str, str]], mode: str) -> lis
                     verdicts[i] = Verdict(False, call.reason, detail=call.detail)
                 else:
                     queued[len(ready) % n].append((len(ready), 0))
-                    ready.append((i, program, call, always or compiled.rerun or call.rerun))
+                    rerun = always or compiled.rerun or call.rerun  # can the runs differ?
+                    ready.append(_Ready(i, program, call, rerun))
             take(pool.collect(0))
             dispatch(unit)
         while in_flight or any(queued.values()):

@@ -150,15 +150,18 @@ def test_one_run_where_two_cannot_differ_misses_nothing_two_runs_find(cruxeval, 
     folder = require_data("azr_seed")
     cases = [case for path in sorted(folder.glob("*.jsonl")) for case in azr_cases(path)[0]]
     cases += [(r["code"], r["input"]) for r in cruxeval]
+    expressions = [(r["code"], r["input"]) for r in cruxeval]  # as CRUXEval's evaluation runs
     verdicts = {}
     for always in (False, True):
         with Executor(ExecutorConfig(always_rerun=always)) as ex:
-            verdicts[always] = [(v.ok, v.reason, v.output) for v in ex.validate(cases)]
+            got = ex.validate(cases) + ex.validate(expressions, inputs="expression")
+            verdicts[always] = [(v.ok, v.reason, v.output) for v in got]
     compiled = [ex.compile(program) for program in {p for p, _ in cases}]
     reruns = sum(c.rerun for c in compiled if isinstance(c, CompiledProgram))
     nondeterministic = sum(reason == "nondeterministic" for _, reason, _ in verdicts[True])
     report.append(
-        f"Validation, one run where two cannot differ: {len(cases)} cases, the verdicts of two "
+        f"Validation, one run where two cannot differ: {len(verdicts[True])} cases (CRUXEval's "
+        "twice: literal and expression inputs), the verdicts of two "
         f"runs each ({nondeterministic} nondeterministic); {reruns} of {len(compiled)} programs "
         "rerun"
     )

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from selfplay.config import ExecutorConfig
+from selfplay.executor import Executor
 from selfplay.types import Task
 
 BOUND_S = 6.0  # every attack ends well within this (CPU limit 1 s, wall slack 1 s)
@@ -61,6 +63,8 @@ INTROSPECTION = {
     "type of a class": "def f(x):\n    C = type(int)('C', (), {'__del__': lambda s: None})\n    return 1",
     "metaclass via __class__": "def f(x):\n    return int.__class__('C', (), {})",
     "metaclass of a module": "import abc\ndef f(x):\n    return abc.ABCMeta('C', (), {})",
+    "enum member named as a dunder": "import enum\ndef f(x):\n"
+    "    return enum.Enum('E', {'__init_subclass__': classmethod(lambda c, **k: None)})",
     "metaclass imported": "from enum import EnumType\ndef f(x):\n    return EnumType('E', (), {})",
     "setattr dunder": "class A:\n    pass\ndef f(x):\n    setattr(A, '__init_subclass__', 1)",
     "write a library class": "def f(x):\n    ValueError.note = 1\n    return 1",
@@ -269,6 +273,19 @@ def test_exit_code_spoofing(executor, program, expected):
 )
 def test_nondeterminism(executor, program, inp, expected):
     assert reason_of(executor, program, inp) == expected
+
+
+def test_random_without_a_seed_is_seeded_with_zero():
+    """`random.seed(None)` and `Random(None)` would read OS entropy or the clock; a run that
+    cannot differ from the next runs once, so they must not."""
+    programs = [
+        "import random\ndef f(x):\n    random.seed(None)\n    return random.random()",
+        "import random\ndef f(x):\n    return random.Random(None).random()",
+        "import random\ndef f(x):\n    return random.Random().random()",
+    ]
+    with Executor(ExecutorConfig(extra_modules=("random",))) as ex:
+        verdicts = ex.validate([(p, "1") for p in programs] * 2)
+    assert {(v.ok, v.output) for v in verdicts} == {(True, "0.8444218515250481")}
 
 
 @pytest.mark.parametrize(
