@@ -184,7 +184,7 @@ Then (2026-12-02, 2 cores, alone, on a slower CPU than the rows above: AVX2, no 
 second run, ~50 us of the sandbox's ~110 us a validation, is made only where it could differ
 from the first: every run starts alike, so two runs can only differ by what differs between
 two processes (the hash seed, addresses), which a program reaches only through a set or a word
-of `policy.PROCESS_WORDS` (`hash`, `object`, a class, a dict view, ...), or shows in its output
+of `reruns.PROCESS_WORDS` (`hash`, `object`, a class, a dict view, ...), or shows in its output
 (`executor/validate.py`): 6.7% of
 CRUXEval's literal-input cases rerun. 5 runs of this benchmark alternating with the checkout
 before: 1.18-1.29x AZR's rate (median 1.20; median pass ratios 1.13-1.24) against 0.99-1.02x;

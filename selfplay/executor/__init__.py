@@ -44,8 +44,8 @@ machine the executor refuses to start (`SandboxUnavailable`) unless the configur
 the weaker isolation explicitly (`ExecutorConfig.accept_missing`).
 
 Modules, trusted side: `api` (the `Executor`), `policy` (static checks, RestrictedPython
-compilation; what it gives: `compiled`), `runner` (sandboxed worker processes), `validate`,
-`verify`, `commands` (CLI).
+compilation; what it gives: `compiled`; which cases rerun: `reruns`), `runner` (sandboxed worker
+processes), `validate`, `verify`, `commands` (CLI).
 Sandbox side (standard library only): `worker`, `guards`, `modules`, `hardening`.
 Both sides: `values` (canonical text of values, literal parsing).
 

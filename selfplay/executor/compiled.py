@@ -15,7 +15,7 @@ class CompiledProgram:
     sandbox receives; each is derived from the other on first use (a compile helper sends the
     bytes, which then go to the sandbox without being loaded and dumped again here).
 
-    `rerun`: whether the program may tell two processes apart (`policy.PROCESS_WORDS`),
+    `rerun`: whether the program may tell two processes apart (`reruns.PROCESS_WORDS`),
     so that validation runs it a second time, in another worker with another hash seed."""
 
     __slots__ = ("source", "rerun", "_code", "_marshalled")

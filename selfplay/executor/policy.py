@@ -47,6 +47,7 @@ from selfplay.executor.located import load as _load
 from selfplay.executor.located import locate as _locate
 from selfplay.executor.match_rules import MatchStatementRules
 from selfplay.executor.modules import import_refusal
+from selfplay.executor.reruns import PROCESS_WORDS, may_hold_set
 
 __all__ = [
     "CompiledProgram",
@@ -93,21 +94,6 @@ class _TooDeep(Exception):
 #: The words of a source: where none of an ASCII source's is a forbidden builtin's name, no name
 #: the program reads is one, and the walk for the names it binds (~30 us a program) is not needed.
 _WORD = re.compile(r"[A-Za-z_]\w*")
-
-#: What may make two runs of one program on one input differ, though every run starts alike: the
-#: order of a set of strings follows the process's hash seed, and a default `repr` or `hash` shows
-#: the object's address. A program can reach either only through a set display or comprehension or
-#: one of these words (`id`, the clock and `time` are refused, and `random`, where a configuration
-#: allows it, is reseeded with 0 every run and never reads entropy): the set builtins, `hash`,
-#: `object`, classes (their instances hash by address), dict views (`d.keys() | s` is a set), the
-#: set types of `typing` and `collections.abc`, and the ways to an attribute whose name is computed
-#: (`getattr(d, 'ke' + 'ys')`). Validation runs such a program twice, in two workers with different
-#: hash seeds, and every other program once (and again when its output shows an address:
-#: `validate.py`).
-PROCESS_WORDS = frozenset(
-    """set frozenset hash __hash__ object class keys items Set FrozenSet AbstractSet
-    MutableSet KeysView ItemsView getattr attrgetter methodcaller""".split()
-)
 
 
 class SandboxTransformer(LocatedRewrites, MatchStatementRules, RestrictingNodeTransformer):
@@ -468,7 +454,7 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
             why = "too_large" if isinstance(err, values.TooLarge) else "not_literal"
             return PolicyRejection(f"input:{why}", str(err))
         code = compile(f"_args_({normalised})", "<input>", "eval", dont_inherit=True)
-        return CompiledInput(normalised, code, expression=False, rerun=_may_hold_set(normalised))
+        return CompiledInput(normalised, code, expression=False, rerun=may_hold_set(normalised))
     if mode != "expression":
         raise ValueError(f"unknown input mode {mode!r}; known: {INPUT_MODES}")
     if len(text) > limits.max_chars:
@@ -508,17 +494,3 @@ def compile_input(text: str, mode: str, limits: values.Limits) -> CompiledInput 
     rerun = transformer.builds_sets or not text.isascii()
     rerun = rerun or not PROCESS_WORDS.isdisjoint(_WORD.findall(text))
     return CompiledInput(", ".join(parts), code, expression=True, rerun=rerun)
-
-
-def _may_hold_set(literal: str) -> bool:
-    """Whether a literal argument list holds a set (`{1, 2}`, `set(...)`, `frozenset(...)`):
-    only a text with a brace or one of those words is parsed again to tell."""
-    if "set(" in literal:
-        return True
-    if "{" not in literal:
-        return False
-    try:
-        tree = ast.parse(f"f({literal})", "<input>", "eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return True  # not reached: the text is `parse_call_args`'s own
-    return any(isinstance(node, ast.Set) for node in ast.walk(tree))

@@ -6,7 +6,7 @@ canonical value within the limits, in a fresh run. Every run starts from the sam
 namespace in a child of the worker's zygote, `random` reseeded, the clock refused), so what can
 still differ between two runs is what differs between two processes: the hash seed (the order of
 a set of strings) and memory addresses (a default `repr` or `hash`). A case that can reach
-either (a set display or a word of `policy.PROCESS_WORDS`, such as `set`, `hash`, `object`,
+either (a set display or a word of `reruns.PROCESS_WORDS`, such as `set`, `hash`, `object`,
 `class` or a dict view's `keys`: `CompiledProgram.rerun`; an input holding a set:
 `CompiledInput.rerun`; an output that shows an address, `0x...`: `_shows_address`) runs a second
 time, on another worker with another hash seed, and is valid when both runs return the same
