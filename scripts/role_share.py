@@ -1,4 +1,5 @@
-"""How much of a run's policy updates the proposer's rollouts carry, from the rollouts it wrote.
+"""How much of a run's policy updates the proposer's rollouts carry, and each task type of the
+solver's, from the rollouts it wrote.
 
     .venv/bin/python scripts/role_share.py results/learn-long results/learn20-seed1 --steps 1 20
 
@@ -10,7 +11,10 @@ the metric can be read too, pooled over the steps asked (one ratio of sums, not 
 per-step values). Per run: the rollouts and completion tokens of each role, and the share by
 token and by sequence of the advantages as written, and as trained: with the run's
 `trainer.aggregation` and `trainer.propose_weight` from its `config.yaml` (the rollouts are
-written before the weight is applied). The last line is a JSON object of the same, keyed by
+written before the weight is applied). Then each task type's share of the solver's advantage
+weight (`update/solve_share/<type>` in runs that log it), by token and by sequence: CRUXEval's
+output prediction is deduction, and by token a long induction answer outweighs many short
+deduction ones. The last line is a JSON object of the same, keyed by
 the folders as given.
 """
 
@@ -27,7 +31,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from selfplay.files import BadLine, read_jsonl  # noqa: E402
-from selfplay.trainer.update_stats import propose_share  # noqa: E402
+from selfplay.trainer.update_stats import propose_share, solve_shares  # noqa: E402
 
 
 def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:
@@ -43,8 +47,8 @@ def rollouts(run: Path, first: int, last: int) -> list[SimpleNamespace]:
             continue
         if first <= row["step"] <= last:
             ids = range(row["tokens"])  # the share needs the count only
-            out.append(SimpleNamespace(role=row["role"], completion_ids=ids,
-                                       advantage=row["advantage"]))  # fmt: skip
+            out.append(SimpleNamespace(role=row["role"], task_type=row.get("type", "?"),
+                                       completion_ids=ids, advantage=row["advantage"]))  # fmt: skip
     if not out:
         raise SystemExit(f"{path}: no rollouts in steps {first}-{last}")
     return out
@@ -84,9 +88,11 @@ def main(argv: list[str] | None = None) -> None:
         aggregation, weight = trained_as(run)
         share = shares(batch, aggregation, weight)  # None: no rollout with an advantage
         shown = {how: "none" if s is None else f"{s:.3f}" for how, s in share.items()}
+        by_type = {how: solve_shares(batch, how) for how in ("token", "sequence")}
         summary[str(run)] = {
             "rollouts_tokens": counts,
             "propose_share": share,
+            "solve_shares": by_type,
             "aggregation": aggregation,
             "propose_weight": weight,
         }
@@ -97,6 +103,9 @@ def main(argv: list[str] | None = None) -> None:
             f"sequence; as trained ({aggregation}, propose_weight {weight:g}): "
             f"{shown['as_trained']}"
         )
+        for how, parts in by_type.items():
+            listed = ", ".join(f"{t} {part:.3f}" for t, part in parts.items()) or "none"
+            print(f"  the solver's advantage weight by task type, by {how}: {listed}")
     print(json.dumps(summary))
 
 

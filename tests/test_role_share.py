@@ -15,14 +15,15 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "role_share.py"
 
 
 def rows(step: int) -> list[dict]:
-    """A step's rollouts: one proposal of 8 tokens, four answers of 2, one proposal with no
-    advantage (no weight)."""
+    """A step's rollouts: one proposal of 8 tokens, four answers of 2 (two deduction, one
+    abduction, one induction), one proposal with no advantage (no weight)."""
     out = [
         {"step": step, "role": "propose", "tokens": 8, "advantage": -1.0},
         {"step": step, "role": "propose", "tokens": 30, "advantage": 0.0},
     ]
-    out += [{"step": step, "role": "solve", "tokens": 2, "advantage": a}
-            for a in (1.0, -1.0, 1.0, -1.0)]  # fmt: skip
+    out += [{"step": step, "role": "solve", "type": t, "tokens": 2, "advantage": a}
+            for t, a in zip(("deduction", "deduction", "abduction", "induction"),
+                            (1.0, -1.0, 1.0, -1.0))]  # fmt: skip
     return out
 
 
@@ -54,9 +55,12 @@ def test_shares_by_token_by_sequence_and_as_trained_over_the_steps_asked(tmp_pat
         assert got["propose_share"]["token"] == 0.5
         assert got["propose_share"]["sequence"] == 0.2
         assert got["rollouts_tokens"] == {"propose": [4, 76], "solve": [8, 16]}
+        shares = {"abduction": 0.25, "deduction": 0.5, "induction": 0.25}
+        assert got["solve_shares"] == {"token": shares, "sequence": shares}
     assert summary[str(plain)]["propose_share"]["as_trained"] == 0.5  # no config: by token
     assert summary[str(packed)]["propose_share"]["as_trained"] == pytest.approx(0.5 / 4.5)
     assert "0.500 by token, 0.200 by sequence" in done.stdout
+    assert "by token: abduction 0.250, deduction 0.500, induction 0.250" in done.stdout
 
 
 def test_a_run_with_no_advantage_has_no_share(tmp_path):

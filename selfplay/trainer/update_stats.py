@@ -12,7 +12,7 @@ from selfplay.trainer.loss import zero_advantage_adds_nothing
 if TYPE_CHECKING:
     from selfplay.config import TrainerConfig
 
-__all__ = ["Statistics", "loss_weight", "propose_share"]
+__all__ = ["Statistics", "loss_weight", "propose_share", "solve_shares"]
 
 
 class Statistics:
@@ -68,6 +68,8 @@ class Statistics:
         proposer = propose_share(rollouts, config.aggregation)
         if proposer is not None:
             out["propose_share"] = proposer
+        for task_type, part in solve_shares(rollouts, config.aggregation).items():
+            out[f"solve_share/{task_type}"] = part
         out["lr"] = self.lr
         return out
 
@@ -98,6 +100,22 @@ def propose_share(
         parts[r.role] += abs(r.advantage) * scale * loss_weight(r, aggregation)
     total = sum(parts.values())
     return parts["propose"] / total if total else None
+
+
+def solve_shares(rollouts: Sequence, aggregation: str) -> dict[str, float]:
+    """Each task type's share of the solver's advantage weight (sum |A| x w over the answers
+    of that type, w as in `propose_share`); empty where no answer has an advantage. CRUXEval's
+    output prediction is deduction and its input prediction abduction; by token an induction
+    answer, a function of 60-200 tokens, weighs as much as ten deduction answers: in
+    `learn40-solveonly-props4-examples-bare-seed1` induction was 75% of the solver's weight
+    and deduction 13%."""
+    parts: dict[str, float] = {}
+    for r in rollouts:
+        if r.role == "solve":
+            weight = abs(r.advantage) * loss_weight(r, aggregation)
+            parts[r.task_type] = parts.get(r.task_type, 0.0) + weight
+    total = sum(parts.values())
+    return {t: part / total for t, part in sorted(parts.items())} if total else {}
 
 
 def loss_weight(rollout, aggregation: str) -> int:

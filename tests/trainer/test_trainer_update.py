@@ -12,7 +12,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from selfplay.config import TrainerConfig
 from selfplay.trainer.update import collate, policy_update, token_logprobs
-from selfplay.trainer.update_stats import propose_share
+from selfplay.trainer.update_stats import propose_share, solve_shares
 from selfplay.types import Rollout
 
 
@@ -365,6 +365,26 @@ def test_the_proposers_share_of_the_update_follows_the_aggregation():
     model = tiny_model()
     stats = train_once(model, rollouts(model), [1.0, 0.0, -0.5, 0.0, 2.0, 0.0], micro_batch=2)
     assert stats["propose_share"] == 0.0  # answers alone
+    assert stats["solve_share/deduction"] == 1.0  # all of them deduction answers
+
+
+def test_each_task_types_share_of_the_solvers_update_follows_the_aggregation():
+    def rollout(role, task_type, tokens, advantage):
+        ids = tuple(range(1, tokens + 1))
+        return Rollout(role, task_type, 0, (1,), ids, (0.0,) * tokens, 0.0, advantage)
+
+    # an induction answer of 12 tokens against two deduction answers of 2 and one abduction
+    # answer of 4, advantages of the same size; a proposal and a zero advantage count nothing
+    batch = [rollout("propose", "deduction", 50, 1.0), rollout("solve", "abduction", 9, 0.0)]
+    batch += [rollout("solve", "induction", 12, -1.0), rollout("solve", "abduction", 4, 1.0)]
+    batch += [rollout("solve", "deduction", 2, a) for a in (1.0, -1.0)]
+    assert solve_shares(batch, "token") == {"abduction": 0.2, "deduction": 0.2, "induction": 0.6}
+    assert solve_shares(batch, "sequence") == {
+        "abduction": 0.25,
+        "deduction": 0.5,
+        "induction": 0.25,
+    }
+    assert solve_shares(batch[:2], "token") == {}  # no answer with an advantage
 
 
 @pytest.mark.parametrize("kl_coef", [0.0, 0.1])
