@@ -94,12 +94,9 @@ def propose_share(
     the policy gradient (it leaves out clipping and the size of each token's gradient). By
     token, a proposal of 80 tokens weighs as much as five answers of 16: in `learn-long` the
     proposals were 13% of the rollouts and 48% of this weight."""
-    parts = {"propose": 0.0, "solve": 0.0}
-    for r in rollouts:
-        scale = propose_weight if r.role == "propose" else 1.0
-        parts[r.role] += abs(r.advantage) * scale * loss_weight(r, aggregation)
+    parts = _advantage_weight(rollouts, aggregation, lambda r: r.role, propose_weight)
     total = sum(parts.values())
-    return parts["propose"] / total if total else None
+    return parts.get("propose", 0.0) / total if total else None
 
 
 def solve_shares(rollouts: Sequence, aggregation: str) -> dict[str, float]:
@@ -109,13 +106,21 @@ def solve_shares(rollouts: Sequence, aggregation: str) -> dict[str, float]:
     answer, a function of 60-200 tokens, weighs as much as ten deduction answers: in
     `learn40-solveonly-props4-examples-bare-seed1` induction was 75% of the solver's weight
     and deduction 13%."""
-    parts: dict[str, float] = {}
-    for r in rollouts:
-        if r.role == "solve":
-            weight = abs(r.advantage) * loss_weight(r, aggregation)
-            parts[r.task_type] = parts.get(r.task_type, 0.0) + weight
+    answers = [r for r in rollouts if r.role == "solve"]
+    parts = _advantage_weight(answers, aggregation, lambda r: r.task_type)
     total = sum(parts.values())
     return {t: part / total for t, part in sorted(parts.items())} if total else {}
+
+
+def _advantage_weight(rollouts, aggregation: str, key, propose_weight: float = 1.0) -> dict:
+    """Sum |A| x w per `key(rollout)`, w a rollout's weight in the loss (`loss_weight`), a
+    proposal's advantage multiplied by `propose_weight`."""
+    parts: dict[str, float] = {}
+    for r in rollouts:
+        scale = propose_weight if r.role == "propose" else 1.0
+        weight = abs(r.advantage) * scale * loss_weight(r, aggregation)
+        parts[key(r)] = parts.get(key(r), 0.0) + weight
+    return parts
 
 
 def loss_weight(rollout, aggregation: str) -> int:
