@@ -18,7 +18,6 @@ same buckets, to set what the solver trained on beside what the benchmark asks.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -26,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import paired_folders  # noqa: E402  (scripts/, beside this file)
+
 from selfplay import files  # noqa: E402
-from selfplay.eval.paired import mcnemar_exact  # noqa: E402
 from selfplay.proposer.complexity import loops, statements  # noqa: E402
 
 BUCKETS = ("1-2", "3-4", "5+")
@@ -66,54 +66,26 @@ def paired(base: dict, other: dict) -> dict[str, dict[str, dict]]:
         rows = {}
         for name in NAMES:
             split = [k for k in keys if name in groups(base[k]["program"])]
-            before = [bool(base[k]["correct"]) for k in split]
-            after = [bool(other[k]["correct"]) for k in split]
-            gained, lost, p = mcnemar_exact(before, after)
-            rows[name] = {
-                "items": len(split),
-                "before": sum(before),
-                "after": sum(after),
-                "gained": gained,
-                "lost": lost,
-                "p": p,
-            }
+            rows[name] = paired_folders.paired_row(base, other, split)
         result[subset] = rows
     return result
 
 
 def pool_programs(store: str, run: str) -> dict[str, int]:
     """The deduction and abduction tasks RUN proposed into STORE, counted by group."""
-    from sqlalchemy import select
-
     from selfplay.curriculum import TaskStore
-    from selfplay.curriculum.schema import TaskRow
+    from selfplay.curriculum.stats import written_programs
 
     with TaskStore.open(store, run, create=False) as pool:
-        query = select(TaskRow.program).where(
-            (TaskRow.run_id == pool.run_id)
-            & TaskRow.type.in_(("deduction", "abduction"))
-            & (TaskRow.origin == "proposed")
-        )
-        with pool.engine.connect() as connection:
-            programs = connection.scalars(query).all()
+        _, programs = written_programs(pool)
     counts = Counter(name for program in programs for name in groups(program))
     return {"tasks": len(programs), **{name: counts[name] for name in NAMES}}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", type=Path, help="the baseline's `selfplay eval --out` folder")
-    parser.add_argument("others", type=Path, nargs="*", help="folders paired with it")
-    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
-    parser.add_argument(
-        "--pool",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("STORE", "RUN"),
-        help="also count the deduction and abduction tasks RUN proposed into STORE by group",
-    )
-    args = parser.parse_args(argv)
+    args = paired_folders.parser(
+        __doc__, "also count the deduction and abduction tasks RUN proposed into STORE by group"
+    ).parse_args(argv)
     base = records(args.base)
     problems = {k[:2]: r["program"] for k, r in base.items() if not r["trivial"]}
     benchmark = {}

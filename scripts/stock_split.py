@@ -19,16 +19,16 @@ counts the same for the abduction tasks a run proposed into its pool: how many a
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import paired_folders  # noqa: E402  (scripts/, beside this file)
+
 from selfplay import files  # noqa: E402
 from selfplay.config import ExecutorConfig  # noqa: E402
-from selfplay.eval.paired import mcnemar_exact  # noqa: E402
 from selfplay.executor import Executor  # noqa: E402
 from selfplay.executor.values import canonical_from_text  # noqa: E402
 from selfplay.trivial import literal_arguments, stock_inputs  # noqa: E402
@@ -85,19 +85,9 @@ def pool_abductions(store: str, run: str) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", type=Path, help="the baseline's `selfplay eval --out` folder")
-    parser.add_argument("others", type=Path, nargs="*", help="folders paired with it")
-    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
-    parser.add_argument(
-        "--pool",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("STORE", "RUN"),
-        help="also count the abduction tasks RUN proposed into STORE that a stock input solves",
-    )
-    args = parser.parse_args(argv)
+    args = paired_folders.parser(
+        __doc__, "also count the abduction tasks RUN proposed into STORE that a stock input solves"
+    ).parse_args(argv)
     with Executor(ExecutorConfig()) as executor:
         for store, run in args.pool:
             items = pool_abductions(store, run)
@@ -118,17 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, wanted in (("stock", True), ("not_stock", False)):
             split = [k for k in keys if not base[k]["trivial"] and (k[0] in solved) is wanted]
-            before = [bool(base[k]["correct"]) for k in split]
-            after = [bool(other[k]["correct"]) for k in split]
-            gained, lost, p = mcnemar_exact(before, after)
-            row[name] = {
-                "items": len(split),
-                "before": sum(before),
-                "after": sum(after),
-                "gained": gained,
-                "lost": lost,
-                "p": p,
-            }
+            row[name] = paired_folders.paired_row(base, other, split)
         result["runs"][str(folder)] = row
     if args.json:
         print(json.dumps(result))

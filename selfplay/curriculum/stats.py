@@ -124,20 +124,27 @@ def _spans(top: int, rows: int) -> list[tuple[int, int]]:
     return [(first, min(first + width - 1, top)) for first in range(0, top + 1, width)]
 
 
+def written_programs(store) -> tuple[np.ndarray, list[str]]:
+    """The steps and programs of the deduction and abduction tasks the model proposed into the
+    pool (not induction tasks, whose program was given, nor imported ones), in id order."""
+    ix = store.index
+    written = np.isin(ix["type"], [TASK_TYPES.index(t) for t in WRITTEN_TYPES])
+    written &= ix["origin"] == ORIGINS.index("proposed")
+    ids = ix["id"][written]
+    programs = [t.task.program for t in store.get(ids.tolist())] if len(ids) else []
+    return ix["step"][written], programs
+
+
 def _programs(store, rows: int = 12) -> tuple:
     """Per span of steps, the deduction and abduction tasks proposed then: how many, their
     median statement count and the share with a loop or a comprehension. An induction task's
     program was given to its proposer, and an imported task (a seed, a labeled one) was not
     proposed: neither is a program the model wrote."""
-    ix = store.index
-    written = np.isin(ix["type"], [TASK_TYPES.index(t) for t in WRITTEN_TYPES])
-    written &= ix["origin"] == ORIGINS.index("proposed")
-    ids, steps = ix["id"][written], ix["step"][written]
-    if not len(ids):
+    steps, programs = written_programs(store)
+    if not programs:
         return ()
-    tasks = store.get(ids.tolist())
-    counts = np.array([statements(t.task.program) or 0 for t in tasks])
-    looped = np.array([bool(loops(t.task.program)) for t in tasks])
+    counts = np.array([statements(program) or 0 for program in programs])
+    looped = np.array([bool(loops(program)) for program in programs])
     out = []
     for first, last in _spans(int(steps.max()), rows):
         here = (steps >= first) & (steps <= last)
