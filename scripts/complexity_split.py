@@ -63,9 +63,10 @@ def paired(base: dict, other: dict) -> dict[str, dict[str, dict]]:
     result: dict[str, dict[str, dict]] = {}
     for subset in SUBSETS:
         keys = [k for k in base if k[0] == subset and k in other and not base[k]["trivial"]]
+        of = {k: groups(base[k]["program"]) for k in keys}  # each program parsed once
         rows = {}
         for name in NAMES:
-            split = [k for k in keys if name in groups(base[k]["program"])]
+            split = [k for k in keys if name in of[k]]
             rows[name] = paired_folders.paired_row(base, other, split)
         result[subset] = rows
     return result
