@@ -3,8 +3,9 @@ read and use), `open_run` (accelerator, model, LoRA, engine, pool, resume) and `
 
 A run folder (`run.folder`, default `store/<run>/`) holds the resolved configuration
 (`config.yaml`), the task pool (`pool.sqlite` unless `curriculum.store` points elsewhere),
-`metrics.jsonl`, TensorBoard events, `eval/` results, `checkpoints/` and `run.log` (what the
-libraries print and log, kept off the terminal: `selfplay.console`). Opening a run whose
+`metrics.jsonl`, `sessions.jsonl` (each session's first step, code, machine and precision),
+TensorBoard events, `eval/` results, `checkpoints/` and `run.log` (what the libraries print and
+log, kept off the terminal: `selfplay.console`). Opening a run whose
 folder has a checkpoint resumes from it: model, optimizer, scheduler, RNG states and step come
 back, and the step after the checkpoint is run again. Labeled sets (`seed.labeled`) are
 imported into the pool when a run opens (`selfplay.semi`), and an empty pool gets AZR's seed
@@ -40,9 +41,10 @@ from selfplay.curriculum import Provenance
 from selfplay.datasets.contamination import BenchmarkPrograms
 from selfplay.distributed import Ranks, SharedStore, group_timeout
 from selfplay.engine import make_engine, resolve_backend
-from selfplay.engine.model import cpu_has_bf16, load_model, resolve
+from selfplay.engine.model import cpu_has_bf16, dtype_name, load_model, resolve
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
+from selfplay.provenance import record_session
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.entropy_control import EntropyControl
 from selfplay.trainer.kl_control import KLControl
@@ -262,6 +264,14 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     )
     if ranks.is_main:
         _prepare_pool(run, labeled, start)
+        # each session's first step, code, machine and precision (`selfplay.provenance`)
+        record_session(
+            folder,
+            first_step=start,
+            processes=ranks.world_size,
+            update=t.mixed_precision,
+            dtype=dtype_name(config.model.dtype),
+        )
     return run, start
 
 

@@ -201,6 +201,9 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     assert all(isinstance(s["text"], str) and s["tokens"] > 0 for s in samples)
     assert (folder / "config.yaml").exists() and (folder / "tensorboard").is_dir()
     assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
+    (session,) = [json.loads(line) for line in (folder / "sessions.jsonl").read_text().splitlines()]
+    assert session["first_step"] == 1 and session["processes"] == 1
+    assert session["dtype"] in ("float32", "bfloat16") and session["packages"]["torch"]
     # running again finds the run finished
     out = open(tmp_path / "again.txt", "w")  # noqa: SIM115
     run(config, out=out)
@@ -234,6 +237,9 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     with open(tmp_path / "fixed.txt", "w") as out:
         run(load(None, fixed), out=out)
     assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(0.05)
+    # each session of the run, the two resumed ones too, says where it started
+    sessions = [json.loads(line) for line in (folder / "sessions.jsonl").read_text().splitlines()]
+    assert [s["first_step"] for s in sessions] == [1, 3, 4]
 
 
 def test_a_run_adapts_its_entropy_bonus_and_resumes_with_it(tmp_path, formatted_model_dir):

@@ -91,12 +91,12 @@ def make_engine(config, model, tokenizer, source: str) -> Engine:
         from selfplay.engine.transformers_backend import TransformersEngine
 
         return TransformersEngine(model, tokenizer, engine_config, config.model.template)
-    from selfplay.engine.model import torch_dtype
+    from selfplay.engine.model import dtype_name
     from selfplay.engine.vllm_backend import VLLMEngine
 
     # vLLM serves in the configured `model.dtype` (a bfloat16 7B model holds 15 GB there, not
     # the 30 GB of the float32 weights training keeps); pushed weights are cast to it.
-    dtype = str(torch_dtype(config.model.dtype)).removeprefix("torch.")
+    dtype = dtype_name(config.model.dtype)
     return VLLMEngine(source, tokenizer, engine_config, dtype, config.model.template)
 
 

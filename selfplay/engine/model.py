@@ -53,6 +53,7 @@ __all__ = [
     "load_tokenizer",
     "load_model",
     "torch_dtype",
+    "dtype_name",
 ]
 
 
@@ -327,6 +328,11 @@ def torch_dtype(name: str):
         native = torch.cuda.is_available() or cpu_has_bf16()
         return torch.bfloat16 if native else torch.float32
     return getattr(torch, name)
+
+
+def dtype_name(name: str) -> str:
+    """`model.dtype` resolved on this machine, as a name: `bfloat16`, `float32`, `float16`."""
+    return str(torch_dtype(name)).removeprefix("torch.")
 
 
 def load_tokenizer(source: str):

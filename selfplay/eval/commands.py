@@ -148,8 +148,9 @@ def resolve_model(spec: str, overrides: list[str]):
 
 def eval_command(args: argparse.Namespace) -> int:
     from selfplay.engine import SamplingParams, make_engine
-    from selfplay.engine.model import load_model
+    from selfplay.engine.model import dtype_name, load_model
     from selfplay.eval import generated
+    from selfplay.provenance import environment
 
     if args.limit < 0 or args.samples < 1 or min(args.k) < 1:
         raise config_module.ConfigError("--limit must be >= 0, --samples and --k >= 1")
@@ -199,6 +200,8 @@ def eval_command(args: argparse.Namespace) -> int:
         "prompt_format": args.prompt_format if args.benchmark == "cruxeval" else None,
         **({"set": generated.VERSION} if args.benchmark == "generated" else {}),
         **metrics,
+        # the code, libraries, machine and precision: greedy answers differ across the last two
+        "environment": environment(dtype=dtype_name(config.model.dtype)),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     _table(summary, sys.stdout)

