@@ -210,8 +210,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     latest = ranks.broadcast(Checkpoints(folder).latest())
     if latest is not None:  # before the model loads and the folder's config is rewritten
         ranks.on_main(_check_pool_to_resume, config, folder)
+    precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
     if announce is not None and ranks.is_main:
-        precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
         announce(config, folder, str(accelerator.device), ranks.world_size, precision)
     set_seed(config.run.seed)
     model, tokenizer, source = _training_model(config, ranks, str(accelerator.device))
@@ -269,7 +269,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
             folder,
             first_step=start,
             processes=ranks.world_size,
-            update=t.mixed_precision,
+            update=precision,  # the update's; `dtype` is generation's
             dtype=dtype_name(config.model.dtype),
         )
     return run, start

@@ -204,6 +204,7 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     (session,) = [json.loads(line) for line in (folder / "sessions.jsonl").read_text().splitlines()]
     assert session["first_step"] == 1 and session["processes"] == 1
     assert session["dtype"] in ("float32", "bfloat16") and session["packages"]["torch"]
+    assert session["update"] == "float32"  # trainer.mixed_precision=auto, resolved
     # running again finds the run finished
     out = open(tmp_path / "again.txt", "w")  # noqa: SIM115
     run(config, out=out)
