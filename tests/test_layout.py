@@ -152,9 +152,10 @@ def test_the_think_section_is_limited_to_about_half_the_token_budget():
 @pytest.mark.slow
 def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
     """The embedded model on vLLM, constrained: every completion that ends on its own (is not
-    cut by the token limit, nor stopped by vLLM when its grammar rejects a token) parses, except induction calls that repeat an input (the layout fixes the
-    shape of the calls, not that they differ), and deduction and abduction each get at least
-    one proposal. Eight samples a kind: about half of the 135M model's samples loop inside
+    cut by the token limit, nor stopped by vLLM when its grammar rejects a token) parses, except
+    induction calls that repeat an input or whose every call is no Python (`f(x: 10)`): the
+    layout fixes the shape of the calls, not that they differ or that their arguments parse;
+    and deduction and abduction each get at least one proposal. Eight samples a kind: about half of the 135M model's samples loop inside
     their think section until the token limit, so three can all be cut."""
     from dataclasses import replace
 
@@ -176,7 +177,23 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
             result = parse_proposal(c.text, kind, program=PROGRAM, min_inputs=4, max_inputs=6)
             repeats = kind == "induction" and getattr(result, "reason", "") == "too_few_inputs"
             ended = not c.cut
-            assert not ended or isinstance(result, Proposal) or repeats, (c.text, result)
+            unreadable = kind == "induction" and _calls_that_do_not_parse(c.text)
+            assert not ended or isinstance(result, Proposal) or repeats or unreadable, (
+                c.text,
+                result,
+            )
             results.append(result)
         if kind != "induction":
             assert any(isinstance(r, Proposal) for r in results), (kind, generation.completions)
+
+
+def _calls_that_do_not_parse(text: str) -> bool:
+    """An induction completion in the layout whose calls all fail to parse as Python: the
+    expression held, the arguments it cannot check did not."""
+    from selfplay.extract import call_arguments, fenced_blocks
+
+    blocks = [b.body for b in fenced_blocks(text) if b.lang == "python"]
+    lines = [x for b in blocks for x in b.split("\n") if x.strip() and not x.startswith("#")]
+    return bool(lines) and all(
+        re.fullmatch(r"f\(.*\)", x) and call_arguments(x) is None for x in lines
+    )

@@ -82,6 +82,11 @@ def test_induction_proposals_in_the_requested_layout():
     # placeholders copied from the prompt are never inputs
     echoed = "```python\n# <what f does>\nf(<arguments 1>)\nf(<arguments 2>)\n```"
     assert parse_proposal(echoed, "induction", PROGRAM).reason == "no_inputs"
+    # one call written wrongly does not lose the others (the block does not parse whole)
+    slip = "```python\n# sorts\nf([3, 1])\nf(x: 10)\nf([2])\n```"
+    assert parse_proposal(slip, "induction", PROGRAM).inputs == ("[3, 1]", "[2]")
+    wrong = "```python\nf(x: 1)\nf(x: 2)\n```"  # every call wrong: nothing to read
+    assert parse_proposal(wrong, "induction", PROGRAM).reason == "no_inputs"
 
 
 @pytest.mark.parametrize(

@@ -131,12 +131,15 @@ def _induction(
 def _calls(body: str) -> list[str]:
     """Arguments of the calls of `f` in a block, line by line, comment lines skipped (a line
     that does not parse alone, such as a call spread over lines, is read with the block's
-    parser)."""
+    parser). A block that does not parse whole either, such as good calls beside one written
+    wrongly (`f(x: 10)`), keeps the calls whose lines parse alone."""
     lines = [line for line in body.split("\n") if line.strip() and not _is_comment(line)]
     found = [extract.call_arguments(line) for line in lines]
-    if found and all(f is not None for f in found):
-        return [f for f in found if f is not None]
-    return [c for c in extract.clean_program(body)[1] if extract.is_argument_list(c)]
+    alone = [f for f in found if f is not None]
+    if found and len(alone) == len(found):
+        return alone
+    whole = [c for c in extract.clean_program(body)[1] if extract.is_argument_list(c)]
+    return whole or alone
 
 
 def _is_comment(line: str) -> bool:
