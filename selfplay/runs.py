@@ -265,13 +265,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     if ranks.is_main:
         _prepare_pool(run, labeled, start)
         # each session's first step, code, machine and precision (`selfplay.provenance`)
-        record_session(
-            folder,
-            first_step=start,
-            processes=ranks.world_size,
-            update=precision,  # the update's; `dtype` is generation's
-            dtype=dtype_name(config.model.dtype),
-        )
+        fields = dict(first_step=start, processes=ranks.world_size, update=precision)
+        record_session(folder, dtype=dtype_name(config.model.dtype), **fields)
     return run, start
 
 

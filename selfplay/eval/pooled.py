@@ -48,13 +48,8 @@ def pooled(base: str | Path, afters: list[str | Path]) -> dict:
     settings = [_settings(path) for path in paths]
     warnings = [setup_warning(*paths)]
     if any(s != settings[0] for s in settings):
-        warnings.insert(
-            0,
-            "the evaluations were made differently: "
-            + " vs ".join(
-                ", ".join(f"{k} {v}" for k, v in s.items()) or "no summary" for s in settings
-            ),
-        )
+        shown = [", ".join(f"{k} {v}" for k, v in s.items()) or "no summary" for s in settings]
+        warnings.insert(0, "the evaluations were made differently: " + " vs ".join(shown))
     if found := [w for w in warnings if w]:
         out["warning"] = "; ".join(found)
     return out
