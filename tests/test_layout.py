@@ -179,8 +179,8 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
             ended = not c.cut
             unreadable = kind == "induction" and _calls_that_do_not_parse(c.text)
             assert not ended or isinstance(result, Proposal) or repeats or unreadable, (
-                c.text,
-                result,
+                f"{kind} completion ended ({c.finish_reason}) and did not parse: {result}\n"
+                f"--- its whole text ---\n{c.text}"
             )
             results.append(result)
         if kind != "induction":
