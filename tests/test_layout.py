@@ -191,9 +191,10 @@ def _calls_that_do_not_parse(text: str) -> bool:
     """An induction completion in the layout whose calls all fail to parse as Python: the
     expression held, the arguments it cannot check did not."""
     from selfplay.extract import call_arguments, fenced_blocks
+    from selfplay.proposer.parse import _is_comment
 
     blocks = [b.body for b in fenced_blocks(text) if b.lang == "python"]
-    lines = [x for b in blocks for x in b.split("\n") if x.strip() and not x.startswith("#")]
+    lines = [x for b in blocks for x in b.split("\n") if x.strip() and not _is_comment(x)]
     return bool(lines) and all(
         re.fullmatch(r"f\(.*\)", x) and call_arguments(x) is None for x in lines
     )
