@@ -110,7 +110,7 @@ def _run(config: Config, out, log: Path) -> Path:
         elif start > 1:
             progress.note(f"resumed from the checkpoint of step {start - 1}")
         if start == 1:
-            before = seed_from_model(state)  # on every rank: generation is shared
+            before = seed_from_model(state, progress.seed_round)  # every rank: generation
             if before:
                 progress.seeded(before)
             if cfg.run.eval_every:  # on every rank: each answers its share

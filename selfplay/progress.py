@@ -59,7 +59,9 @@ class Progress:
                 2,
                 f"  before the first step: the pool seeded from {sp.proposals} prompts x "
                 f"{sp.seed_proposals} for each of "
-                f"{', '.join(t for t in sp.task_types if t != 'induction')} (no training)",
+                f"{', '.join(t for t in sp.task_types if t != 'induction')}"
+                + (f", in rounds of {sp.seed_round}" if sp.seed_proposals > sp.seed_round else "")
+                + " (no training)",
             )
         if self.log is not None:
             lines.append(f"  the libraries' output (vLLM, transformers, torch): {self.log}")
@@ -76,9 +78,17 @@ class Progress:
         self.out.write(text + "\n")
         self.out.flush()
 
+    def seed_round(self, done: int, rounds: int, m: dict) -> None:
+        """One line per finished round of a seeding in more than one round."""
+        if rounds > 1:
+            self.note(
+                f"seeding round {done}/{rounds}: {int(m['seed/added'])} new tasks so far, from "
+                f"{int(m['seed/valid'])} valid of {int(m['seed/proposals'])} proposals"
+            )
+
     def seeded(self, m: dict) -> None:
         """One line for the pool's seeding from the model's proposals (`selfplay.self_seed`)."""
-        counts = ("seed/proposals", "seed/valid", "seed/added")
+        counts = ("seed/proposals", "seed/valid", "seed/added", "seed/rounds")
         out = [f"{k.split('/')[1]} {int(v)}" for k, v in m.items() if k not in counts]
         self.note(
             f"seeded the pool: {int(m['seed/added'])} new tasks from {int(m['seed/valid'])} valid"

@@ -82,23 +82,28 @@ _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
 # use salt k; the programs that induction proposals write inputs for use 101 + k, and their
-# wider second draw 201 + k (`induction_programs`), so that no two draws share a seed.
+# wider second draw 201 + k (`induction_programs`), so that no two draws share a seed. The
+# seeding's round r (`propose`'s draw) adds 1000 r to them.
 _PROGRAM_SALT = 101
+_DRAW = 1000
 # Salt of the solver prompts' layouts (`roles.solver_layouts`) among a stage's seeds.
 _LAYOUT_SALT = 401
 
 
-def _seed(run: Run, step: int, stage: int) -> int:
+def _seed(run: Run, step: int, stage: int, *more: int) -> int:
     """A generation seed that depends only on the run seed, the step and the stage, so that
     a resumed run asks what the lost step asked; hashed, so that no two stages or steps share
     the seeds of their requests (see `derive_seed`). With the pool rolled back to the
     checkpoint's step (`runs._roll_back`), the prompts are the lost step's too. Before the
     rollback existed, the tasks a lost step had added changed the references and batches
     drawn (results/learn20-perrole-seed1/first-segment-steps.txt)."""
-    return derive_seed(run.config.run.seed, step, stage)
+    return derive_seed(run.config.run.seed, step, stage, *more)
 
 
-def propose(run: Run, step: int) -> tuple[Proposed, ...]:
+def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
+    """The step's proposer prompts and their completions, parsed. `draw` numbers one of
+    several proposal rounds at one step (the seeding's, `selfplay.self_seed`): each has its
+    own generation seeds, topics and reference draws; draw 0 is the step's own."""
     cfg = run.config
     refuse_stock = cfg.curriculum.refuse_stock_inputs and not cfg.curriculum.keep_trivial
     prompts, meta = [], []
@@ -108,16 +113,21 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
         programs: list[str | None] = [None] * n
         if induction:
             given = induction_programs(
-                run.store, run.executor, cfg.curriculum, n, step, _PROGRAM_SALT + salt
+                run.store,
+                run.executor,
+                cfg.curriculum,
+                n,
+                step,
+                _PROGRAM_SALT + salt + _DRAW * draw,
             )
             if not given:
                 continue  # nothing to write inputs for yet
             programs = [given[k % len(given)] for k in range(n)]
         ref_types = [task_type] if task_type in ("induction", "math") else list(WRITTEN_TYPES)
-        references = run.store.references(n, step, types=ref_types, salt=salt)
+        references = run.store.references(n, step, types=ref_types, salt=salt + _DRAW * draw)
         for k in range(n):
             refs = references[k] if k < len(references) else []
-            topic = prompt_topic(cfg, task_type, step, k)
+            topic = prompt_topic(cfg, task_type, step, k + n * draw)  # on through the shuffle
             prompts.append(
                 proposer_prompt(
                     task_type,
@@ -133,7 +143,9 @@ def propose(run: Run, step: int) -> tuple[Proposed, ...]:
     params = sampling(
         cfg.generation,
         n=cfg.selfplay.proposal_samples,
-        seed=_seed(run, step, _PROPOSE_STAGE),
+        seed=_seed(run, step, _PROPOSE_STAGE)
+        if not draw
+        else _seed(run, step, _PROPOSE_STAGE, draw),
         stop=ANSWER_STOP,
     )
     params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))

@@ -309,6 +309,12 @@ class SelfPlayConfig(Checked):
         "before the first step, proposals sampled per proposer prompt (no training) whose new, "
         "non-trivial tasks seed the pool, as AZR fills its buffers (0: off; selfplay.self_seed)",
     )
+    seed_round: int = knob(
+        32,
+        "the seeding's samples per proposer prompt in one round: each round draws its own "
+        "topics and references from the pool the rounds before filled, and a run stopped "
+        "during the seeding resumes after its last finished round",
+    )
     train_roles: tuple[Role, ...] = knob(
         ("propose", "solve"), "roles whose rollouts train the model"
     )
@@ -317,7 +323,13 @@ class SelfPlayConfig(Checked):
         if not self.task_types:
             raise ConfigError(f"selfplay.task_types: choose from {', '.join(TASK_TYPES)}")
         positive(
-            self, "proposals", "proposal_samples", "attempts", "solver_tasks", "solver_samples"
+            self,
+            "proposals",
+            "proposal_samples",
+            "attempts",
+            "solver_tasks",
+            "solver_samples",
+            "seed_round",
         )
         if self.seed_proposals < 0:
             raise ConfigError("selfplay.seed_proposals: 0 (off) or more")

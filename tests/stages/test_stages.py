@@ -99,7 +99,7 @@ def test_lengths_and_the_share_cut_at_the_token_limit_per_role(make_run):
 def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(make_run):
     """`selfplay.seed_proposals` samples per prompt at step 0: copies of the seed and trivial
     tasks stay out, a new program enters once; nothing is asked when the key is 0."""
-    from selfplay.self_seed import seed_from_model
+    from selfplay.self_seed import SEEDING_FILE, seed_from_model
 
     fence = "<answer>\n```python\n{}\n\nf({})\n```\n</answer>"
     texts = [
@@ -120,12 +120,72 @@ def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(
     assert metrics["seed/added"] == len(pooled) - 1  # the seed was there before
     assert all(t.provenance.step == 0 for t in run.store.get(run.store.index["id"].tolist()))
 
-    again = seed_from_model(run)  # a restart before the first checkpoint adds nothing new
+    assert (run.folder / SEEDING_FILE).exists()
+    again = seed_from_model(run)  # a restart before the first checkpoint: the seeding is done
+    assert again == metrics and run.engine.asked == [(2, 5)]
+    (run.folder / SEEDING_FILE).unlink()  # its record lost: the same samples add nothing new
+    again = seed_from_model(run)
     assert again["seed/added"] == 0 and len(run.store) == len(pooled)
 
     off, _ = make_run()
     off.engine = ScriptedProposer(texts)
     assert seed_from_model(off) == {} and off.engine.asked == []
+
+
+def test_a_long_seeding_goes_in_rounds_and_resumes_after_the_last_finished_one(make_run):
+    """`selfplay.seed_round`: 5 samples per prompt in rounds of 2, 2 and 1, each with its own
+    generation seed, its references drawn from the pool the rounds before filled. Stopped in
+    the third round, the seeding goes on from it: the same seed, the metrics of all three."""
+    import json
+
+    from selfplay.self_seed import SEEDING_FILE, seed_from_model
+
+    fence = "<answer>\n```python\ndef f(s):\n    return s[::-1] * {}\n\nf('ab')\n```\n</answer>"
+
+    class Rounds(ScriptedProposer):  # a new program each round; stops when told to
+        def __init__(self, stop_at=None, first=0):
+            super().__init__([])
+            self.seeds, self.prompts, self.stop_at, self.first = [], [], stop_at, first
+
+        def generate(self, prompts, params):
+            if len(self.seeds) == self.stop_at:
+                raise KeyboardInterrupt
+            self.texts = [fence.format(self.first + len(self.seeds) + 2)] * 2
+            self.seeds.append(params.seed)
+            self.prompts.append([p[1].content for p in prompts])
+            return super().generate(prompts, params)
+
+    run, _ = make_run(
+        ["selfplay.seed_proposals=5", "selfplay.seed_round=2", "selfplay.proposals=1"]
+    )
+    run.engine = Rounds(stop_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        seed_from_model(run)
+    record = json.loads((run.folder / SEEDING_FILE).read_text())
+    assert record["rounds"] == 2 and record["metrics"]["seed/added"] == 2 * 2  # a type each
+    assert len(set(run.engine.seeds)) == 2  # each round its own seed
+    assert "s[::-1] * 2" in " ".join(run.engine.prompts[1])  # round 0's task, a reference
+
+    first = run.engine.seeds
+    run.engine = Rounds(first=2)  # the round it resumes from
+    heard = []
+    metrics = seed_from_model(run, lambda *a: heard.append(a[:2]))
+    assert run.engine.asked == [(2, 1)] and heard == [(3, 3)]  # the third round alone
+    assert run.engine.seeds[0] not in first
+    assert metrics["seed/added"] == 3 * 2 and metrics["seed/proposals"] == 2 * (2 + 2 + 1)
+    assert metrics["seed/rounds"] == 3
+    again = Rounds()  # the whole seeding once more from scratch: the third round's seed
+    run.engine = again
+    (run.folder / SEEDING_FILE).unlink()
+    seed_from_model(run)
+    assert again.seeds[:2] == first and again.seeds[2] == run.engine.seeds[2]
+
+    (run.folder / SEEDING_FILE).write_text(json.dumps({**record, "seed_round": 3, "rounds": 1}))
+    with pytest.raises(ValueError, match="seed_round=3"):
+        seed_from_model(run)
+    (run.folder / SEEDING_FILE).write_text("{not json")
+    with pytest.raises(ValueError, match="not a seeding record"):
+        seed_from_model(run)
 
 
 def test_topics_name_an_idea_in_each_written_proposal_prompt(make_run):
