@@ -140,13 +140,15 @@ def clean_program(source: str) -> tuple[str, list[str]]:
     to `f` found in that code (`print(f([1, 2]))`, `assert f(3) == 9`, `x = f('a')`).
 
     Models often demonstrate their function after defining it; those lines would run on every
-    validation and are not part of the task. A program that does not parse is returned as it
-    is (the executor reports the syntax error).
+    validation and are not part of the task. A program that does not parse loses only its
+    top-level lines that are exactly a call `f(...)`, whose arguments are collected; the rest
+    is returned as it is, so that the executor reports the syntax error (a broken program in
+    the requested layout is an invalid task, not a completion without a task).
     """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return source, []
+        return _clean_unparsed(source)
     lines = source.split("\n")
     kept, calls = [], []
     functions = _functions(tree)
@@ -165,6 +167,17 @@ def clean_program(source: str) -> tuple[str, list[str]]:
                 if args is not None:
                     calls.append(args)
     return "\n\n".join(kept), calls
+
+
+def _clean_unparsed(source: str) -> tuple[str, list[str]]:
+    kept, calls = [], []
+    for line in source.split("\n"):
+        args = None if line[:1].isspace() else call_arguments(line)
+        if args is None:
+            kept.append(line)
+        else:
+            calls.append(args)
+    return "\n".join(kept).rstrip() + ("\n" if source.endswith("\n") else ""), calls
 
 
 def has_test_code(source: str) -> bool:

@@ -19,7 +19,7 @@ import pytest
 from selfplay.config import RolesConfig, load
 from selfplay.proposer import parse_proposal, proposal_regex, proposal_regexes
 from selfplay.proposer.layout import think_limit
-from selfplay.types import Proposal
+from selfplay.types import ParseFailure, Proposal
 from tests.conftest import generate_once, require_data
 from tests.fixture_report import parsed
 
@@ -122,6 +122,8 @@ def test_texts_the_layout_allows_parse(kind, text):
         ("deduction", f"<answer>\n```python\n{PROGRAM}\n```\n</answer>"),  # no call
         ("deduction", f"<answer>\n```python\n{PROGRAM}\nprint(f([1]))\n```\n</answer>"),
         ("induction", "<answer>\n```python\nf([1])\nf([2])\n```\n</answer>"),  # too few
+        ("deduction", f"<answer>\n```python\n{PROGRAM}\nf()\n```\n</answer>"),  # no input
+        ("induction", "<answer>\n```python\nf([1])\nf( )\nf([2])\nf([3])\n```\n</answer>"),
         ("induction", f"<answer>\n```python\n{PROGRAM}\nf(1)\nf(2)\nf(3)\nf(4)\n```\n</answer>"),
     ],
 )
@@ -153,10 +155,11 @@ def test_the_think_section_is_limited_to_about_half_the_token_budget():
 def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
     """The embedded model on vLLM, constrained: every completion that ends on its own (is not
     cut by the token limit, nor stopped by vLLM when its grammar rejects a token) parses, except
-    induction calls that repeat an input or whose every call is no Python (`f(x: 10)`): the
-    layout fixes the shape of the calls, not that they differ or that their arguments parse;
-    and deduction and abduction each get at least one proposal. Eight samples a kind: about half of the 135M model's samples loop inside
-    their think section until the token limit, so three can all be cut."""
+    induction calls that repeat an input, and calls that are no Python (`f(x: 10)`,
+    `f(<arguments>)`; for induction every call, else the final one): the layout fixes the shape
+    of the calls, not that they differ or that their arguments parse. Deduction and abduction
+    each get at least one proposal. Eight samples a kind: about half of the 135M model's samples
+    loop inside their think section until the token limit, so three can all be cut."""
     from dataclasses import replace
 
     from selfplay.engine import sampling
@@ -177,7 +180,7 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
             result = parse_proposal(c.text, kind, program=PROGRAM, min_inputs=4, max_inputs=6)
             repeats = kind == "induction" and getattr(result, "reason", "") == "too_few_inputs"
             ended = not c.cut
-            unreadable = kind == "induction" and _calls_that_do_not_parse(c.text)
+            unreadable = _calls_that_do_not_parse(c.text, kind)
             assert not ended or isinstance(result, Proposal) or repeats or unreadable, (
                 f"{kind} completion ended ({c.finish_reason}) and did not parse: {result}\n"
                 f"--- its whole text ---\n{c.text}"
@@ -187,14 +190,36 @@ def test_smollm2_writes_constrained_proposals_that_parse(require_vllm):
             assert any(isinstance(r, Proposal) for r in results), (kind, generation.completions)
 
 
-def _calls_that_do_not_parse(text: str) -> bool:
-    """An induction completion in the layout whose calls all fail to parse as Python: the
-    expression held, the arguments it cannot check did not."""
-    from selfplay.extract import call_arguments, fenced_blocks
+@pytest.mark.parametrize(
+    "think",
+    ["", "<think>\n```python\n# </think>\n", "<think>\n```\n# </think>\n"],
+)
+def test_calls_that_do_not_parse_are_read_from_the_answer(think):
+    """Completions the embedded model wrote: a think section that opens a fence and never
+    closes it, then calls that are no Python. The parser finds no input in them; the slow
+    test's excuse for them must read the same section the parser reads."""
+    for calls in ("f(x) def f(x): return sorted(x)\n" * 4, "f(<arguments 1>)\n" * 4):
+        text = f"{think}<answer>\n```python\n# what f does\n{calls}```\n</answer>"
+        result = parse_proposal(text, "induction", program=PROGRAM, min_inputs=4)
+        assert isinstance(result, ParseFailure) and _calls_that_do_not_parse(text)
+    good = f"{think}<answer>\n```python\nf([1])\nf(x: 2)\n```\n</answer>"
+    assert not _calls_that_do_not_parse(good)
+    program = f"{think}<answer>\n```python\ndef f(<parameters>):\n    <body>\n\n"
+    assert _calls_that_do_not_parse(program + "f(<arguments>)\n```\n", "deduction")
+    assert not _calls_that_do_not_parse(program + "f([1])\n```\n", "deduction")
+
+
+def _calls_that_do_not_parse(text: str, kind: str = "induction") -> bool:
+    """A completion in the layout whose calls (induction: all of them; else the final one)
+    fail to parse as Python: the expression held, the arguments it cannot check did not. Read
+    from the answer section, as the parser reads it: a fence the think section leaves open must
+    not pair with the answer's."""
+    from selfplay.extract import answer_region, call_arguments, fenced_blocks
     from selfplay.proposer.parse import _is_comment
 
-    blocks = [b.body for b in fenced_blocks(text) if b.lang == "python"]
+    blocks = [b.body for b in fenced_blocks(answer_region(text)) if b.lang == "python"]
     lines = [x for b in blocks for x in b.split("\n") if x.strip() and not _is_comment(x)]
+    lines = lines if kind == "induction" else lines[-1:]
     return bool(lines) and all(
         re.fullmatch(r"f\(.*\)", x) and call_arguments(x) is None for x in lines
     )

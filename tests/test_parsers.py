@@ -142,6 +142,23 @@ def test_clean_program_keeps_definitions_and_collects_calls():
     assert clean_program("def f(:\n") == ("def f(:\n", [])
 
 
+def test_a_program_that_does_not_parse_still_gives_its_call():
+    """A broken program in the requested layout (here a body that is only a comment, which
+    the layout cannot tell from code) is a task the executor refuses as a syntax error, not a
+    completion without a task: its last-line call is still read."""
+    from selfplay.executor.policy import PolicyRejection, compile_program
+
+    source = "def f(x):\n    # Your code here\n\n# Test the function\nf(1)\n    f(2)\n"
+    program, calls = clean_program(source)
+    assert calls == ["1"]
+    assert program == "def f(x):\n    # Your code here\n\n# Test the function\n    f(2)\n"
+    text = f"<answer>\n```python\n{source.replace('    f(2)', '')}```\n</answer>"
+    proposal = parse_proposal(text, "deduction")
+    assert isinstance(proposal, Proposal) and proposal.inputs == ("1",)
+    rejection = compile_program(proposal.program)
+    assert isinstance(rejection, PolicyRejection) and rejection.reason == "syntax"
+
+
 def test_fenced_blocks_left_open_are_marked():
     [block] = fenced_blocks("text\n```python\ndef f(x):\n    return")
     assert block.lang == "python" and not block.closed and block.body.endswith("return")

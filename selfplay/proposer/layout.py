@@ -8,10 +8,11 @@ the token budget the answer needs: `proposal_regexes` allows about half of
 `generation.max_new_tokens`), then `<answer>` holding
 
 deduction / abduction  one python block: definitions (imports, functions, classes, constants),
-                       among them `def f(`, then, as the last line, one call `f(...)`
+                       among them `def f(`, then, as the last line, one call `f(...)` with
+                       arguments
 induction              one python block: an optional comment line (the message), then between
-                       `induction_visible + 1` and `induction_inputs` calls `f(...)`, one per
-                       line
+                       `induction_visible + 1` and `induction_inputs` calls `f(...)` with
+                       arguments, one per line
 math                   a problem block, then a python block of definitions with `def f():`
 
 Every text of this shape reads back through `parse_proposal` (the parser is more forgiving
@@ -40,7 +41,7 @@ _PROGRAM_LINE = (
     r"|#[^\n]*"
     r")?\n"
 )
-_CALL = r"f\([^\n]*\)\n"
+_CALL = r"f\([^) \t\n][^\n]*\)\n"  # with arguments: `f()` gives no input
 _OPEN = r"```python\n"
 _FENCE_END = r"```\n"
 
