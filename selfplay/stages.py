@@ -82,49 +82,40 @@ _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
 # use salt k; the programs that induction proposals write inputs for use 101 + k, and their
-# wider second draw 201 + k (`induction_programs`), so that no two draws share a seed. The
-# seeding's round r (`propose`'s draw) adds 1000 r to them.
+# wider second draw 201 + k (`induction_programs`), so that no two draws share a seed.
 _PROGRAM_SALT = 101
-_DRAW = 1000
+_DRAW = 1000  # the seeding's round r (`propose`'s draw) adds 1000 r to every salt
 # Salt of the solver prompts' layouts (`roles.solver_layouts`) among a stage's seeds.
 _LAYOUT_SALT = 401
 
 
 def _seed(run: Run, step: int, stage: int, *more: int) -> int:
-    """A generation seed that depends only on the run seed, the step and the stage, so that
-    a resumed run asks what the lost step asked; hashed, so that no two stages or steps share
-    the seeds of their requests (see `derive_seed`). With the pool rolled back to the
-    checkpoint's step (`runs._roll_back`), the prompts are the lost step's too. Before the
-    rollback existed, the tasks a lost step had added changed the references and batches
-    drawn (results/learn20-perrole-seed1/first-segment-steps.txt)."""
+    """A generation seed hashed (`derive_seed`) from the run seed, the step, the stage and
+    `more` (the seeding's round), so that a resumed run asks what the lost step asked and no two
+    stages or steps share seeds; the pool rolled back to the checkpoint (`runs._roll_back`) makes
+    the prompts the lost step's too (results/learn20-perrole-seed1/first-segment-steps.txt)."""
     return derive_seed(run.config.run.seed, step, stage, *more)
 
 
 def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
-    """The step's proposer prompts and their completions, parsed. `draw` numbers one of
-    several proposal rounds at one step (the seeding's, `selfplay.self_seed`): each has its
-    own generation seeds, topics and reference draws; draw 0 is the step's own."""
+    """The step's proposer prompts and their completions, parsed. `draw` r > 0, a seeding
+    round (`selfplay.self_seed`), gets its own generation seeds, topics and references."""
     cfg = run.config
     refuse_stock = cfg.curriculum.refuse_stock_inputs and not cfg.curriculum.keep_trivial
     prompts, meta = [], []
-    for salt, task_type in enumerate(cfg.selfplay.task_types):
-        n = cfg.selfplay.proposals
+    for index, task_type in enumerate(cfg.selfplay.task_types):
+        salt, n = index + _DRAW * draw, cfg.selfplay.proposals
         induction = task_type == "induction"
         programs: list[str | None] = [None] * n
         if induction:
             given = induction_programs(
-                run.store,
-                run.executor,
-                cfg.curriculum,
-                n,
-                step,
-                _PROGRAM_SALT + salt + _DRAW * draw,
+                run.store, run.executor, cfg.curriculum, n, step, _PROGRAM_SALT + salt
             )
             if not given:
                 continue  # nothing to write inputs for yet
             programs = [given[k % len(given)] for k in range(n)]
         ref_types = [task_type] if task_type in ("induction", "math") else list(WRITTEN_TYPES)
-        references = run.store.references(n, step, types=ref_types, salt=salt + _DRAW * draw)
+        references = run.store.references(n, step, types=ref_types, salt=salt)
         for k in range(n):
             refs = references[k] if k < len(references) else []
             topic = prompt_topic(cfg, task_type, step, k + n * draw)  # on through the shuffle
@@ -143,9 +134,7 @@ def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
     params = sampling(
         cfg.generation,
         n=cfg.selfplay.proposal_samples,
-        seed=_seed(run, step, _PROPOSE_STAGE)
-        if not draw
-        else _seed(run, step, _PROPOSE_STAGE, draw),
+        seed=_seed(run, step, _PROPOSE_STAGE, *((draw,) if draw else ())),
         stop=ANSWER_STOP,
     )
     params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))
