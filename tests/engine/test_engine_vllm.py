@@ -23,7 +23,9 @@ PROMPTS = [chat("hi"), chat("Write a Python function that reverses a list. " * 4
 def vllm_engine(require_vllm, tiny_model_dir, smol_tokenizer):
     from selfplay.engine.vllm_backend import VLLMEngine
 
-    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.1)
+    # A KV-cache size, not a share of memory: on CPU a share is of NUMA node 0's memory less
+    # what this process holds already, which varies with the machine and with the tests before.
+    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_kv_cache_gib=0.25)
     engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
     yield engine
     engine.close()
@@ -186,9 +188,8 @@ def test_in_a_console_the_engine_logs_to_the_file_and_moves_a_bar(
 
     monkeypatch.setattr(console, "LINE_EVERY_S", 0.0)
     log = tmp_path / "run.log"
-    # On CPU the share is of the RAM for the whole process, less what it holds already: the
-    # module's engine may still be open, and at 0.1 nothing would be left for this one's cache.
-    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_gpu_memory_utilization=0.25)
+    # A size, as the module's engine has (which may still be open here).
+    config = EngineConfig(backend="vllm", max_model_len=1024, vllm_kv_cache_gib=0.25)
     with Console(log), console.doing("step 1/1 solve", "answer"):
         engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
         try:

@@ -27,7 +27,7 @@ def test_vllm_serves_with_the_configured_threads(require_vllm, tiny_model_dir, s
     config = EngineConfig(
         backend="vllm",
         max_model_len=512,
-        vllm_gpu_memory_utilization=0.1,
+        vllm_kv_cache_gib=0.25,  # a size: a share of node 0 depends on the machine
         vllm_cpu_threads=serving,
     )
     engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
