@@ -60,6 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead: BASE AFTER [AFTER ...], one AFTER per seed, pooled over the seeds "
         "(an exchange test per problem; no figures)",
     )
+    p.add_argument(
+        "--across-formats",
+        action="store_true",
+        help="with --compare: pair a CRUXEval subset asked in one prompt format with the same "
+        "subset in another (cruxeval_o_cot with cruxeval_o): one model asked two ways",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument(
         "--figures",
@@ -80,10 +86,16 @@ def report_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.across_formats and args.compare is None:
+        print("selfplay report: --across-formats pairs the two of --compare", file=sys.stderr)
+        return 2
     if args.pooled is not None:
         return _pooled(args)
     try:
-        result = report(args.folder) if args.compare is None else compare(*args.compare)
+        if args.compare is None:
+            result = report(args.folder)
+        else:
+            result = compare(*args.compare, across_formats=args.across_formats)
     except ValueError as err:  # two evaluations that share no item
         print(f"selfplay report: {err}", file=sys.stderr)
         return 1

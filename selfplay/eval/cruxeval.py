@@ -62,6 +62,7 @@ __all__ = [
     "example_share",
     "PROMPT_FORMATS",
     "subset_name",
+    "format_free",
 ]
 
 SUBSETS = {"cruxeval_o": "deduction", "cruxeval_i": "abduction"}
@@ -91,6 +92,16 @@ def published_style(prompt_format: str) -> str | None:
 def subset_name(subset: str, prompt_format: str) -> str:
     """`cruxeval_o` in the published direct format, else suffixed: `cruxeval_o_selfplay`."""
     return subset if prompt_format == DEFAULT_FORMAT else f"{subset}_{prompt_format}"
+
+
+def format_free(name: str) -> str:
+    """A subset's name without its prompt format: `cruxeval_o_cot` -> `cruxeval_o` (what
+    `subset_name` added); other names as they are."""
+    for prompt_format in PROMPT_FORMATS:
+        base = name.removesuffix(f"_{prompt_format}")
+        if base != name and base in SUBSETS:
+            return base
+    return name
 
 
 def row_copies_example(row: dict) -> bool | None:

@@ -19,7 +19,8 @@ sample): with several samples per problem every sample is paired, and since the 
 problem are not independent, the report adds the sign test on the problems whose accuracy rose
 or fell (`problems`). Items whose recorded task (program, input, output) differs between the
 two evaluations are left out and counted in a warning, as is a difference in prompt format or
-set version, or in the setup the evaluations recorded (precision, machine, libraries:
+set version (`--across-formats` pairs one CRUXEval subset asked in two formats, which the
+warning then says), or in the setup the evaluations recorded (precision, machine, libraries:
 `selfplay.provenance`), which changes greedy answers without any training.
 
 Several seeds against one base: `selfplay report --pooled` (`pooled.py`).
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfplay.eval.answer_types import wrong_type
-from selfplay.eval.cruxeval import row_copies_example, row_restarts
+from selfplay.eval.cruxeval import format_free, row_copies_example, row_restarts
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.provenance import setup_warning
@@ -202,18 +203,35 @@ def _right(items: list[Item]) -> int:
     return sum(i.correct for i in items)
 
 
-def compare(before: str | Path, after: str | Path) -> dict:
+def compare(before: str | Path, after: str | Path, across_formats: bool = False) -> dict:
     """Two per-sample evaluation files (or the folders holding `samples.jsonl`), paired per
-    subset on the items both evaluated."""
+    subset on the items both evaluated. `across_formats` pairs a CRUXEval subset asked in one
+    prompt format with the same subset in another (`cruxeval_o_cot` with `cruxeval_o`: one
+    model asked two ways); each such subset then warns that the formats differ."""
     paths = [samples_file(before), samples_file(after)]
     (first, bad_first), (last, bad_last) = _items(paths[0]), _items(paths[1])
+    if across_formats:
+        first, last = (_format_free(items, path) for items, path in zip((first, last), paths))
     if not first.keys() & last.keys():
-        raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item")
+        hint = ""
+        free = [{(format_free(k[0]), *k[1:]) for k in x} for x in (first, last)]
+        if not across_formats and free[0] & free[1]:
+            hint = " (they ask one subset in two prompt formats: --across-formats pairs them)"
+        raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item{hint}")
     out = {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
     if warning := setup_warning(*paths):
         out["warning"] = warning
     if bad_first or bad_last:
         out["unreadable_lines"] = [bad_first, bad_last]
+    return out
+
+
+def _format_free(items: dict[tuple, Item], path: Path) -> dict[tuple, Item]:
+    """Items keyed by their subset without its prompt format; a file holding one subset in two
+    formats cannot be keyed so, and is an error."""
+    out = {(format_free(k[0]), *k[1:]): v for k, v in items.items()}
+    if len(out) < len(items):
+        raise ValueError(f"{path} holds a subset in more than one prompt format")
     return out
 
 

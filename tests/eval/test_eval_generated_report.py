@@ -272,6 +272,38 @@ def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsy
     )
 
 
+def test_compare_across_formats_pairs_one_subset_asked_two_ways(tmp_path, capsys):
+    """The same model asked CRUXEval-I directly and with chain of thought: the subsets are
+    named apart (`cruxeval_i`, `cruxeval_i_cot`) and pair only when asked to, with the
+    formats' difference said. A file that holds one subset in two formats is refused."""
+    direct = [_record(i, 0, i < 2, None if i < 2 else "wrong_value", False) for i in range(6)]
+    cot = [
+        _record(i, 0, i < 5, None if i < 5 else "wrong_value", False)
+        | {"subset": "cruxeval_i_cot", "prompt_format": "cot"}
+        for i in range(6)
+    ]
+    for name, rows in (("direct", direct), ("cot", cot)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match="share no evaluated item.*--across-formats pairs"):
+        compare(tmp_path / "direct", tmp_path / "cot")
+    got = compare(tmp_path / "direct", tmp_path / "cot", across_formats=True)
+    assert [k for k in got if k.startswith("cruxeval")] == ["cruxeval_i"]
+    row = got["cruxeval_i"]
+    assert (row["n"], row["gained"], row["lost"]) == (6, 3, 0)
+    assert "direct vs cot" in row["warning"]
+    argv = ["report", "--compare", str(tmp_path / "direct"), str(tmp_path / "cot")]
+    assert main([*argv, "--across-formats", "--json", "--no-figures"]) == 0
+    assert json.loads(capsys.readouterr().out)["cruxeval_i"]["gained"] == 3
+    assert main(["report", str(tmp_path), "--across-formats"]) == 2
+    assert "--across-formats" in capsys.readouterr().err
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in direct + cot))
+    assert main([*argv[:2], str(both), str(tmp_path / "cot"), "--across-formats"]) == 1
+    assert "more than one prompt format" in capsys.readouterr().err
+
+
 def test_compare_leaves_out_items_whose_task_changed_under_the_same_id(tmp_path):
     def rows(outputs):
         return [
