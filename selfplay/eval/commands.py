@@ -96,7 +96,7 @@ def report_command(args: argparse.Namespace) -> int:
             result = report(args.folder)
         else:
             result = compare(*args.compare, across_formats=args.across_formats)
-    except ValueError as err:  # two evaluations that share no item
+    except ValueError as err:  # no item shared, or one subset in two formats across them
         print(f"selfplay report: {err}", file=sys.stderr)
         return 1
     if not args.no_figures:

@@ -215,10 +215,13 @@ def compare(before: str | Path, after: str | Path, across_formats: bool = False)
     if not first.keys() & last.keys():
         hint = ""
         free = [{(format_free(k[0]), *k[1:]) for k in x} for x in (first, last)]
-        if not across_formats and free[0] & free[1]:
+        unique = len(free[0]) == len(first) and len(free[1]) == len(last)
+        if not across_formats and unique and free[0] & free[1]:
             hint = " (they ask one subset in two prompt formats: --across-formats pairs them)"
         raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item{hint}")
     out = {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
+    if across_formats:
+        out["across_formats"] = True  # each subset's warning names the two formats
     if warning := setup_warning(*paths):
         out["warning"] = warning
     if bad_first or bad_last:
@@ -404,6 +407,7 @@ def render(result: dict) -> str:
         subsets = result["benchmarks"]
     else:
         lines.append(f"before: {result['before']}\nafter:  {result['after']}")
+        lines += ["paired across prompt formats"] if result.get("across_formats") else []
         lines += [f"warning: {result['warning']}"] if "warning" in result else []
         subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
     lines.append(

@@ -282,25 +282,35 @@ def test_compare_across_formats_pairs_one_subset_asked_two_ways(tmp_path, capsys
         | {"subset": "cruxeval_i_cot", "prompt_format": "cot"}
         for i in range(6)
     ]
-    for name, rows in (("direct", direct), ("cot", cot)):
-        (tmp_path / name).mkdir()
+
+    def write(name, rows):
+        (tmp_path / name).mkdir(exist_ok=True)
         (tmp_path / name / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    write("direct", direct)
+    write("cot", cot)
     with pytest.raises(ValueError, match="share no evaluated item.*--across-formats pairs"):
         compare(tmp_path / "direct", tmp_path / "cot")
+    # a subset of another benchmark whose name ends like a format is its own subset
+    other = _record(0, 0, True, None, False) | {"subset": "generated_abduction_cot"}
+    write("direct", [*direct, other | {"correct": False}])
+    write("cot", [*cot, other])
     got = compare(tmp_path / "direct", tmp_path / "cot", across_formats=True)
-    assert [k for k in got if k.startswith("cruxeval")] == ["cruxeval_i"]
+    assert [k for k in got if isinstance(got[k], dict)] == ["cruxeval_i", "generated_abduction_cot"]
+    assert got["across_formats"] and got["generated_abduction_cot"]["gained"] == 1
     row = got["cruxeval_i"]
     assert (row["n"], row["gained"], row["lost"]) == (6, 3, 0)
     assert "direct vs cot" in row["warning"]
     argv = ["report", "--compare", str(tmp_path / "direct"), str(tmp_path / "cot")]
     assert main([*argv, "--across-formats", "--json", "--no-figures"]) == 0
     assert json.loads(capsys.readouterr().out)["cruxeval_i"]["gained"] == 3
+    assert main([*argv, "--across-formats", "--figures", str(tmp_path / "figures")]) == 0
+    assert "paired across prompt formats" in capsys.readouterr().out
+    assert list((tmp_path / "figures").glob("*.png"))
     assert main(["report", str(tmp_path), "--across-formats"]) == 2
     assert "--across-formats" in capsys.readouterr().err
-    both = tmp_path / "both"
-    both.mkdir()
-    (both / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in direct + cot))
-    assert main([*argv[:2], str(both), str(tmp_path / "cot"), "--across-formats"]) == 1
+    write("both", direct + cot)
+    assert main([*argv[:2], str(tmp_path / "both"), str(tmp_path / "cot"), "--across-formats"]) == 1
     assert "more than one prompt format" in capsys.readouterr().err
 
 
