@@ -210,13 +210,15 @@ def compare(before: str | Path, after: str | Path, across_formats: bool = False)
     model asked two ways); each such subset then warns that the formats differ."""
     paths = [samples_file(before), samples_file(after)]
     (first, bad_first), (last, bad_last) = _items(paths[0]), _items(paths[1])
+    free = [_format_free(first), _format_free(last)]
     if across_formats:
-        first, last = (_format_free(items, path) for items, path in zip((first, last), paths))
+        for path, items in zip(paths, free, strict=True):
+            if items is None:
+                raise ValueError(f"{path} holds a subset in more than one prompt format")
+        first, last = free
     if not first.keys() & last.keys():
         hint = ""
-        free = [{(format_free(k[0]), *k[1:]) for k in x} for x in (first, last)]
-        unique = len(free[0]) == len(first) and len(free[1]) == len(last)
-        if not across_formats and unique and free[0] & free[1]:
+        if not across_formats and None not in free and free[0].keys() & free[1].keys():
             hint = " (they ask one subset in two prompt formats: --across-formats pairs them)"
         raise ValueError(f"{paths[0]} and {paths[1]} share no evaluated item{hint}")
     out = {"before": str(paths[0]), "after": str(paths[1]), **_paired(first, last)}
@@ -229,13 +231,11 @@ def compare(before: str | Path, after: str | Path, across_formats: bool = False)
     return out
 
 
-def _format_free(items: dict[tuple, Item], path: Path) -> dict[tuple, Item]:
-    """Items keyed by their subset without its prompt format; a file holding one subset in two
-    formats cannot be keyed so, and is an error."""
+def _format_free(items: dict[tuple, Item]) -> dict[tuple, Item] | None:
+    """Items keyed by their subset without its prompt format; None where a file holds one
+    subset in two formats and cannot be keyed so."""
     out = {(format_free(k[0]), *k[1:]): v for k, v in items.items()}
-    if len(out) < len(items):
-        raise ValueError(f"{path} holds a subset in more than one prompt format")
-    return out
+    return out if len(out) == len(items) else None
 
 
 def samples_file(given: str | Path) -> Path:
