@@ -17,11 +17,13 @@ Two parts:
 base model and a run's checkpoint on a whole benchmark, say. Items are (subset, problem,
 sample): with several samples per problem every sample is paired, and since the samples of a
 problem are not independent, the report adds the sign test on the problems whose accuracy rose
-or fell (`problems`). Items whose recorded task (program, input, output) differs between the
-two evaluations are left out and counted in a warning, as is a difference in prompt format or
-set version (`--across-formats` pairs one CRUXEval subset asked in two formats, which the
-warning then says), or in the setup the evaluations recorded (precision, machine, libraries:
-`selfplay.provenance`), which changes greedy answers without any training.
+or fell, and the problems with a right sample (pass@n) before and after, paired by McNemar's
+test on all problems and on the non-trivial ones (`problems`). Items whose recorded task
+(program, input, output) differs between the two evaluations are left out and counted in a
+warning, as is a difference in prompt format or set version (`--across-formats` pairs one
+CRUXEval subset asked in two formats, which the warning then says), or in the setup the
+evaluations recorded (precision, machine, libraries: `selfplay.provenance`), which changes
+greedy answers without any training.
 
 Several seeds against one base: `selfplay report --pooled` (`pooled.py`).
 
@@ -289,20 +291,47 @@ def _differ(before: Item, after: Item) -> bool:
 def _per_problem(keys: list[tuple], before: dict, after: dict) -> dict:
     """With several samples per problem the samples of one problem are not independent, and
     McNemar's test on the samples is too confident: the sign test on the problems whose
-    accuracy (the share of right samples) rose or fell."""
+    accuracy (the share of right samples) rose or fell; and, per problem, whether any of its
+    samples is right (pass@n, n its paired samples), before and after, with McNemar's test on
+    all problems and on the non-trivial ones (`any_right`)."""
     shares: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    trivial: dict[str, bool] = {}
     for key in keys:
         own = shares[key[1]]
         own[0] += before[key].correct
         own[1] += after[key].correct
         own[2] += 1
+        trivial[key[1]] = trivial.get(key[1], False) or _trivial(before[key], after[key])
     up = sum(a > b for b, a, _ in shares.values())
     down = sum(a < b for b, a, _ in shares.values())
+    known = all(before[k].trivial is not None or after[k].trivial is not None for k in keys)
+    hard = [p for p in shares if not trivial[p]]
     return {
         "n": len(shares),
         "improved": up,
         "worsened": down,
         "p_value": float(f"{sign_test(up, down):.3g}"),
+        "any_right": {
+            "all": _any_right([shares[p] for p in shares]),
+            "non_trivial": _any_right([shares[p] for p in hard]) if known else None,
+        },
+    }
+
+
+def _any_right(shares: list[list[int]]) -> dict:
+    """Problems with at least one right sample, before and after, paired (McNemar)."""
+    b, a = [right > 0 for right, _, _ in shares], [right > 0 for _, right, _ in shares]
+    gained, lost, p = mcnemar_exact(b, a)
+    n = max(1, len(shares))
+    samples = sorted({count for _, _, count in shares})
+    return {
+        "n": len(shares),
+        "samples": samples[0] if len(samples) == 1 else samples,  # n of pass@n
+        "before": round(sum(b) / n, 4),
+        "after": round(sum(a) / n, 4),
+        "gained": gained,
+        "lost": lost,
+        "p_value": float(f"{p:.3g}"),
     }
 
 
@@ -444,6 +473,7 @@ def render(result: dict) -> str:
                 f"    per problem (several samples each): {p['improved']} improved, "
                 f"{p['worsened']} worsened of {p['n']}, sign test p {p['p_value']:.3g}"
             )
+            lines += _render_any_right(p["any_right"])
         if len(row.get("curve", ())) > 2:
             points = ", ".join(
                 f"{p['step']}: {p['accuracy']:.3f}"
@@ -457,6 +487,21 @@ def render(result: dict) -> str:
         lines.append(f"figures: {', '.join(result['figures'])}")
     lines += [f"no figure: {note}" for note in result.get("figures_skipped", ())]
     return "\n".join(lines)
+
+
+def _render_any_right(any_right: dict) -> list[str]:
+    """The problems with a right sample (pass@n), on all problems and the non-trivial ones."""
+    lines = []
+    for label, r in any_right.items():
+        if r is None or not r["n"]:
+            continue
+        n = r["samples"] if isinstance(r["samples"], int) else "n"
+        lines.append(
+            f"    problems with a right sample (pass@{n}), {label.replace('_', '-')}: "
+            f"{r['before']:.3f} -> {r['after']:.3f} of {r['n']}, {r['gained']} gained, "
+            f"{r['lost']} lost, p {r['p_value']:.3g}"
+        )
+    return lines
 
 
 def _render_proposals(proposals: dict) -> list[str]:

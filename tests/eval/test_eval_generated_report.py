@@ -255,13 +255,41 @@ def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsy
     assert hard["p_value"] == pytest.approx(0.125)  # 7 discordant, 1 against: 2 x 8 / 128
     assert got["p_value"] < 0.001 and "warning" not in got
     # samples of one problem are not independent: the sign test on the problems as well
-    assert got["problems"] == {"n": 10, "improved": 8, "worsened": 1, "p_value": 0.0391}
+    problems = got["problems"]
+    assert {k: problems[k] for k in ("n", "improved", "worsened", "p_value")} == {
+        "n": 10,
+        "improved": 8,
+        "worsened": 1,
+        "p_value": 0.0391,
+    }
+    # pass@2 per problem: a right sample on problem 9 before; on 0-7 after (6 and 7: one of
+    # two); problems 4-9 are the non-trivial ones
+    anyone = problems["any_right"]
+    assert anyone["all"] == {
+        "n": 10,
+        "samples": 2,
+        "before": 0.1,
+        "after": 0.8,
+        "gained": 8,
+        "lost": 1,
+        "p_value": 0.0391,
+    }
+    assert anyone["non_trivial"] == {
+        "n": 6,
+        "samples": 2,
+        "before": 0.1667,
+        "after": 0.6667,
+        "gained": 4,
+        "lost": 1,
+        "p_value": 0.375,
+    }
     argv = ["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]
     assert main(argv) == 0
     table = capsys.readouterr().out
     assert (
         "non-trivial" in table and "gained from unreadable 2, not a value 3, wrong value 1" in table
     )
+    assert "problems with a right sample (pass@2), non-trivial: 0.167 -> 0.667 of 6" in table
 
     (tmp_path / "trained" / "samples.jsonl").write_text(
         "".join(json.dumps({**r, "prompt_format": "selfplay"}) + "\n" for r in trained)
