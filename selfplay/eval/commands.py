@@ -177,6 +177,9 @@ def eval_command(args: argparse.Namespace) -> int:
         )
     config, source = resolve_model(args.model, verbose_overrides(args))
     config = replace(config, model=replace(config.model, name=source))
+    # the code, libraries, machine and precision (greedy answers differ across the last two),
+    # taken before the evaluation: the code may be committed again while it runs
+    setup = environment(dtype=dtype_name(config.model.dtype))
     temperature = args.temperature
     if temperature is None:
         temperature = 0.0 if args.samples == 1 else config.generation.temperature
@@ -212,8 +215,7 @@ def eval_command(args: argparse.Namespace) -> int:
         "prompt_format": args.prompt_format if args.benchmark == "cruxeval" else None,
         **({"set": generated.VERSION} if args.benchmark == "generated" else {}),
         **metrics,
-        # the code, libraries, machine and precision: greedy answers differ across the last two
-        "environment": environment(dtype=dtype_name(config.model.dtype)),
+        "environment": setup,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     _table(summary, sys.stdout)
