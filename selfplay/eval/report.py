@@ -18,7 +18,7 @@ base model and a run's checkpoint on a whole benchmark, say. Items are (subset, 
 sample): with several samples per problem every sample is paired, and since the samples of a
 problem are not independent, the report adds the sign test on the problems whose accuracy rose
 or fell, and the problems with a right sample (pass@n) before and after, paired by McNemar's
-test on all problems and on the non-trivial ones (`problems`). Items whose recorded task
+test; both on all problems and on the non-trivial ones (`problems`). Items whose recorded task
 (program, input, output) differs between the two evaluations are left out and counted in a
 warning, as is a difference in prompt format or set version (`--across-formats` pairs one
 CRUXEval subset asked in two formats, which the warning then says), or in the setup the
@@ -290,10 +290,11 @@ def _differ(before: Item, after: Item) -> bool:
 
 def _per_problem(keys: list[tuple], before: dict, after: dict) -> dict:
     """With several samples per problem the samples of one problem are not independent, and
-    McNemar's test on the samples is too confident: the sign test on the problems whose
-    accuracy (the share of right samples) rose or fell; and, per problem, whether any of its
-    samples is right (pass@n, n its paired samples), before and after, with McNemar's test on
-    all problems and on the non-trivial ones (`any_right`)."""
+    McNemar's test on the samples is too confident. Per problem instead, on all problems and
+    on the non-trivial ones (`non_trivial`, None where the records do not say): the sign test
+    on the problems whose accuracy (the share of right samples) rose or fell; and whether any
+    of its samples is right (pass@n, n its paired samples), before and after, with McNemar's
+    test (`any_right`)."""
     shares: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     trivial: dict[str, bool] = {}
     for key in keys:
@@ -302,19 +303,28 @@ def _per_problem(keys: list[tuple], before: dict, after: dict) -> dict:
         own[1] += after[key].correct
         own[2] += 1
         trivial[key[1]] = trivial.get(key[1], False) or _trivial(before[key], after[key])
-    up = sum(a > b for b, a, _ in shares.values())
-    down = sum(a < b for b, a, _ in shares.values())
     known = all(before[k].trivial is not None or after[k].trivial is not None for k in keys)
-    hard = [p for p in shares if not trivial[p]]
+    hard = [shares[p] for p in shares if not trivial[p]]
+    every = list(shares.values())
+    return {
+        **_sign(every),
+        "non_trivial": _sign(hard) if known else None,
+        "any_right": {
+            "all": _any_right(every),
+            "non_trivial": _any_right(hard) if known else None,
+        },
+    }
+
+
+def _sign(shares: list[list[int]]) -> dict:
+    """The sign test on the problems whose share of right samples rose or fell."""
+    up = sum(a > b for b, a, _ in shares)
+    down = sum(a < b for b, a, _ in shares)
     return {
         "n": len(shares),
         "improved": up,
         "worsened": down,
         "p_value": float(f"{sign_test(up, down):.3g}"),
-        "any_right": {
-            "all": _any_right([shares[p] for p in shares]),
-            "non_trivial": _any_right([shares[p] for p in hard]) if known else None,
-        },
     }
 
 
@@ -469,10 +479,13 @@ def render(result: dict) -> str:
             lines.append("    (the records do not say which items copying solves)")
         if "problems" in row:
             p = row["problems"]
-            lines.append(
-                f"    per problem (several samples each): {p['improved']} improved, "
-                f"{p['worsened']} worsened of {p['n']}, sign test p {p['p_value']:.3g}"
-            )
+            for label, sign in (("all", p), ("non-trivial", p["non_trivial"])):
+                if sign is not None and sign["n"]:
+                    lines.append(
+                        f"    per problem (several samples each), {label}: {sign['improved']} "
+                        f"improved, {sign['worsened']} worsened of {sign['n']}, sign test p "
+                        f"{sign['p_value']:.3g}"
+                    )
             lines += _render_any_right(p["any_right"])
         if len(row.get("curve", ())) > 2:
             points = ", ".join(

@@ -262,6 +262,7 @@ def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsy
         "worsened": 1,
         "p_value": 0.0391,
     }
+    assert problems["non_trivial"] == {"n": 6, "improved": 4, "worsened": 1, "p_value": 0.375}
     # pass@2 per problem: a right sample on problem 9 before; on 0-7 after (6 and 7: one of
     # two); problems 4-9 are the non-trivial ones
     anyone = problems["any_right"]
@@ -290,6 +291,7 @@ def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsy
         "non-trivial" in table and "gained from unreadable 2, not a value 3, wrong value 1" in table
     )
     assert "problems with a right sample (pass@2), non-trivial: 0.167 -> 0.667 of 6" in table
+    assert "per problem (several samples each), non-trivial: 4 improved, 1 worsened of 6" in table
 
     (tmp_path / "trained" / "samples.jsonl").write_text(
         "".join(json.dumps({**r, "prompt_format": "selfplay"}) + "\n" for r in trained)
@@ -298,6 +300,55 @@ def test_compare_pairs_every_sample_and_sets_trivial_items_apart(tmp_path, capsy
         "direct vs selfplay"
         in compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]["warning"]
     )
+
+
+def _write(folder, rows) -> None:
+    folder.mkdir()
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_pass_at_n_pairs_problems_by_any_right_sample_not_by_their_share(tmp_path, capsys):
+    """Two samples a problem: problem 0 goes from one right sample to two (its share rises, it
+    had a right sample before and after), problem 1 from two to one, problem 2 from none to
+    one, problem 3 from one to none, problems 4-5 from none to two; problem 6 has one paired
+    sample, right after only. The sign test sees 5 up / 2 down, pass@n 4 gained / 1 lost."""
+    outcomes = {  # problem: (before, after) per sample
+        0: [(True, True), (False, True)],
+        1: [(True, True), (True, False)],
+        2: [(False, True), (False, False)],
+        3: [(True, False), (False, False)],
+        4: [(False, True), (False, True)],
+        5: [(False, True), (False, True)],
+        6: [(False, True)],
+    }
+    base, trained = [], []
+    for i, pairs in outcomes.items():
+        for sample, (b, a) in enumerate(pairs):
+            base.append(_record(i, sample, b, None if b else "wrong_value", False))
+            trained.append(_record(i, sample, a, None if a else "wrong_value", False))
+    for rows in (base, trained):
+        for r in rows:
+            del r["trivial"]  # records that do not say which items copying solves
+    _write(tmp_path / "base", base)
+    _write(tmp_path / "trained", trained)
+    problems = compare(tmp_path / "base", tmp_path / "trained")["cruxeval_i"]["problems"]
+    assert (problems["improved"], problems["worsened"]) == (5, 2)
+    assert problems["non_trivial"] is None
+    anyone = problems["any_right"]
+    assert anyone["non_trivial"] is None
+    assert anyone["all"] == {
+        "n": 7,
+        "samples": [1, 2],
+        "before": 0.4286,
+        "after": 0.8571,
+        "gained": 4,
+        "lost": 1,
+        "p_value": 0.375,
+    }
+    assert main(["report", "--compare", str(tmp_path / "base"), str(tmp_path / "trained")]) == 0
+    table = capsys.readouterr().out
+    assert "problems with a right sample (pass@n), all: 0.429 -> 0.857 of 7, 4 gained" in table
+    assert "non-trivial: " not in table.split("per problem", 1)[1]
 
 
 def test_compare_across_formats_pairs_one_subset_asked_two_ways(tmp_path, capsys):
