@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from selfplay.eval.report import compare, read_metrics, render, report
+    from selfplay.eval.report import compare, read_metrics, report
+    from selfplay.eval.report_table import render
 
     given = [x is not None for x in (args.folder, args.compare, args.pooled)]
     if sum(given) != 1:

@@ -35,9 +35,9 @@ the lost ones by how the later answer failed (`unreadable`, `not_a_value`, `wron
 `harness.failure`), so that a gain in notation and a gain in reasoning are two numbers; and,
 where the records carry their task, the wrong answers whose type is not the gold's
 (`answer_types`: a list given where the function wants a string), before and after, and how
-many gained items had such an answer before and lost items after. The report is a table;
-`--json` prints the same as one object. A line of `metrics.jsonl` or of a per-sample file that
-cannot be read is skipped and counted. The counts behind the accuracies
+many gained items had such an answer before and lost items after. The report is a table
+(`report_table.py`); `--json` prints the same as one object. A line of `metrics.jsonl` or of a
+per-sample file that cannot be read is skipped and counted. The counts behind the accuracies
 (`correct`) are there for the figures' intervals; the command also draws the figures
 (`figures.py`) and lists them (`figures`, and `figures_skipped` with why).
 """
@@ -57,7 +57,7 @@ from selfplay.eval.paired import mcnemar_exact, sign_test
 from selfplay.provenance import setup_warning
 from selfplay.types import NO_NEW_WORK, Verdict
 
-__all__ = ["report", "compare", "render", "read_metrics", "samples_file"]
+__all__ = ["report", "compare", "read_metrics", "samples_file"]
 
 _EVAL_FILE = re.compile(r"^(?P<benchmark>.+)-step(?P<step>\d+)\.jsonl$")
 _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
@@ -431,124 +431,3 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             row_restarts(row),
         )
     return items, bad
-
-
-# ---------------------------------------------------------------------------------------------
-# the table
-
-
-def render(result: dict) -> str:
-    """The report (of `report` or `compare`) as a table for the terminal."""
-    lines = []
-    if "run" in result:
-        lines.append(f"run {result['run']}: {result['steps']} steps")
-        lines += _render_proposals(result.get("proposals") or {})
-        subsets = result["benchmarks"]
-    else:
-        lines.append(f"before: {result['before']}\nafter:  {result['after']}")
-        lines += ["paired across prompt formats"] if result.get("across_formats") else []
-        lines += [f"warning: {result['warning']}"] if "warning" in result else []
-        subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
-    lines.append(
-        f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}{'gained':>8}{'lost':>6}{'p':>10}"
-    )
-    for subset, row in subsets.items():
-        if "note" in row:
-            lines.append(f"{subset:<28}{row['note']}")
-            continue
-        steps = f" (steps {row['steps'][0]}->{row['steps'][1]})" if "steps" in row else ""
-        lines.append(f"{subset}{steps}")
-        lines.append(_render_stats("all", row))
-        if row.get("example_answers"):
-            before, after = row["example_answers"]
-            lines.append(f"    answers copying the prompt's worked example: {before} -> {after}")
-        if row.get("restarts"):
-            before, after = row["restarts"]
-            lines.append(f"    replies writing the prompt over again: {before} -> {after}")
-        if row.get("non_trivial") is not None:
-            lines.append(_render_stats("non-trivial", row["non_trivial"]))
-            lines.append(_render_changes(row["non_trivial"]))
-            if typed := row["non_trivial"].get("wrong_type_answers"):
-                gained, lost = row["non_trivial"]["wrong_type_changes"]
-                lines.append(
-                    f"    answers of a wrong type: {typed[0]} -> {typed[1]} (gained from one "
-                    f"{gained}, lost to one {lost})"
-                )
-        else:
-            lines.append(_render_changes(row))
-            lines.append("    (the records do not say which items copying solves)")
-        if "problems" in row:
-            p = row["problems"]
-            for label, sign in (("all", p), ("non-trivial", p["non_trivial"])):
-                if sign is not None and sign["n"]:
-                    lines.append(
-                        f"    per problem (several samples each), {label}: {sign['improved']} "
-                        f"improved, {sign['worsened']} worsened of {sign['n']}, sign test p "
-                        f"{sign['p_value']:.3g}"
-                    )
-            lines += _render_any_right(p["any_right"])
-        if len(row.get("curve", ())) > 2:
-            points = ", ".join(
-                f"{p['step']}: {p['accuracy']:.3f}"
-                + (f" ({p['non_trivial_accuracy']:.3f})" if "non_trivial_accuracy" in p else "")
-                for p in row["curve"]
-            )
-            lines.append(f"    by step, all (non-trivial): {points}")
-        if "warning" in row:
-            lines.append(f"    warning: {row['warning']}")
-    if result.get("figures"):
-        lines.append(f"figures: {', '.join(result['figures'])}")
-    lines += [f"no figure: {note}" for note in result.get("figures_skipped", ())]
-    return "\n".join(lines)
-
-
-def _render_any_right(any_right: dict) -> list[str]:
-    """The problems with a right sample (pass@n), on all problems and the non-trivial ones."""
-    lines = []
-    for label, r in any_right.items():
-        if r is None or not r["n"]:
-            continue
-        n = r["samples"] if isinstance(r["samples"], int) else "n"
-        lines.append(
-            f"    problems with a right sample (pass@{n}), {label.replace('_', '-')}: "
-            f"{r['before']:.3f} -> {r['after']:.3f} of {r['n']}, {r['gained']} gained, "
-            f"{r['lost']} lost, p {r['p_value']:.3g}"
-        )
-    return lines
-
-
-def _render_proposals(proposals: dict) -> list[str]:
-    if not proposals:
-        return []
-    first, last = proposals["first_steps"], proposals["last_steps"]
-    lines = [f"proposals, steps {first[0]}-{first[1]} -> {last[0]}-{last[1]}:"]
-    for key, value in proposals.items():
-        if isinstance(value, list) and key not in ("first_steps", "last_steps"):
-            lines.append(f"  {key:<26}{_num(value[0]):>8} -> {_num(value[1])}")
-    lines.append(f"  new tasks in all: {proposals['new_tasks_total']}")
-    waste = proposals.get("no_new_work") or {}
-    if waste.get("valid"):
-        kinds = ", ".join(f"{k} {_num(waste[k])}" for k in NO_NEW_WORK if waste.get(k) is not None)
-        lines.append(
-            f"  no new work, steps {waste['steps'][0]}-{waste['steps'][1]}: {_num(waste['all'])} "
-            f"of {int(waste['valid'])} valid proposals ({kinds})"
-        )
-    return lines
-
-
-def _render_stats(label: str, s: dict) -> str:
-    return (
-        f"  {label:<26}{s['n']:>6}{s['before']:>8.3f}{s['after']:>8.3f}"
-        f"{s['delta']:>+8.3f}{s['gained']:>8}{s['lost']:>6}{s['p_value']:>10.3g}"
-    )
-
-
-def _render_changes(s: dict) -> str:
-    def split(counts: dict) -> str:
-        return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items())
-
-    return f"    gained from {split(s['gained_from'])}; lost to {split(s['lost_to'])}"
-
-
-def _num(value) -> str:
-    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
