@@ -3,8 +3,10 @@
     kept_out           why a proposal stays out of the pool: a copy of a reference shown in
                        its prompt (its program in other words, `copy`, or one that behaves
                        as the reference's does, `copy:behaviour`), a benchmark's program, a
-                       trivial task, an induction task that adds nothing on its program
-                       (`induction_repeats`)
+                       trivial task, a pooled task with its variables renamed
+                       (`renamed_repeats`), an induction task that adds nothing on its
+                       program (`induction_repeats`)
+    canonical_key      what makes two tasks one up to the names their program binds
     duplicates         which proposals that entered the pool are repeats of its tasks
     guessable          which abduction tasks a stock input solves: they enter the pool marked,
                        and `curriculum.guessable_weight` sets how often the solver draws them
@@ -15,12 +17,22 @@ Each function takes the run (`runs.Run`): its configuration, pool, executor and 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
+from selfplay.curriculum.records import content_hash
 from selfplay.proposer.canonical import canonical_program
 from selfplay.trivial import MIN_PROBES, probe_inputs, stock_solves, trivial_reasons
 from selfplay.types import Task, Validated
 
-__all__ = ["behaviour_copies", "duplicates", "guessable", "induction_repeats", "kept_out"]
+__all__ = [
+    "behaviour_copies",
+    "canonical_key",
+    "duplicates",
+    "guessable",
+    "induction_repeats",
+    "kept_out",
+    "renamed_repeats",
+]
 
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
 _LIMITS = frozenset({"timeout", "memory", "crash:worker"})
@@ -54,9 +66,39 @@ def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]
         why.update(
             {k: f"trivial:{reason}" for k, reason in zip(rest, found, strict=True) if reason}
         )
+    rest = {k: v.task for k, v in valid.items() if k not in why}
+    if rest:
+        why.update(renamed_repeats(run, rest, step))
     induction = {k: v.task for k, v in valid.items() if k not in why and v.task.type == "induction"}
     if induction:
         why.update(induction_repeats(run, induction, step))
+    return why
+
+
+def canonical_key(task: Task) -> str:
+    """The content hash (`records.content_hash`) of the task with its program in canonical
+    text (`canonical_program`): tasks that differ only in their program's comments, layout
+    and the names it binds share it, and the solver has the same work on each."""
+    return content_hash(replace(task, program=canonical_program(task.program)))
+
+
+def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
+    """The tasks (by proposal index) that repeat a pooled task, or an earlier one of `tasks`,
+    up to the names their program binds, comments and layout (`canonical_key`), without being
+    it (`repeat:renamed`; an exact repeat enters the pool as its task and is found there,
+    `duplicates`). `x * x` on 2 is `n * n` on 2 again: no new work. Tasks of the step itself
+    count from the pool only where they are not the task: a resumed run that replays a step
+    meets its own tasks there, each exactly, and judges the rest as the lost run did."""
+    keys = {k: canonical_key(task) for k, task in tasks.items()}
+    pooled = run.store.canonical_tasks(sorted(set(keys.values())), step, canonical_key)
+    held = {key: {digest for _, digest in found} for key, found in pooled.items()}
+    why: dict[int, str] = {}
+    for k, task in tasks.items():
+        digest, seen = content_hash(task), held.setdefault(keys[k], set())
+        if seen - {digest}:
+            why[k] = "repeat:renamed"
+        else:
+            seen.add(digest)
     return why
 
 

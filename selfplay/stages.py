@@ -11,8 +11,9 @@ validate  Validated   the executor checks each proposal (a math task's `f()` mus
                       valid one carries its `Task`
 store     Stored      valid tasks enter the pool (duplicates keep their existing id); a task
                       the pool held is a repeat; a copy of a reference shown, a trivial task,
-                      a benchmark's program and an induction task that adds nothing on its
-                      program stay out of the pool; each is no new work
+                      a benchmark's program, a pooled task with its variables renamed and an
+                      induction task that adds nothing on its program stay out of the pool;
+                      each is no new work
 sample    SolverBatch a frontier batch for the solver is drawn from the pool
 solve     Attempted   the model answers each new valid task `attempts` times (to estimate its
                       solve rate) and each frontier task `solver_samples` times (to train on)
@@ -204,16 +205,17 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     """The valid tasks into the pool; each proposal with its task's pool id and why it is no
     new work, if it is not (see `Stored`).
 
-    Four kinds stay out of the pool (`new_work.kept_out`): a copy of a reference shown in its prompt
-    (copies of the seed would otherwise become the next step's references and solver tasks,
-    and the pool would never leave the seed, as in a zero-data run of docs/results.md); a
-    benchmark's program (`run.benchmarks`); and, unless
-    `curriculum.keep_trivial`, a trivial task (`selfplay.trivial`: copying answers it, or its
-    output does not move with its input; with `curriculum.refuse_stock_inputs` an abduction
-    task a stock input solves), which teaches the solver to copy rather than to
-    trace (docs/results.md); and an induction task that adds nothing on its program
-    (`new_work.induction_repeats`). An abduction task that enters is marked with whether a stock
-    input solves it (`new_work.guessable`, for `curriculum.guessable_weight`)."""
+    Five kinds stay out of the pool (`new_work.kept_out`): a copy of a reference shown in its
+    prompt (copies of the seed would otherwise become the next step's references and solver
+    tasks, and the pool would never leave the seed, as in a zero-data run of docs/results.md);
+    a benchmark's program (`run.benchmarks`); unless `curriculum.keep_trivial`, a trivial task
+    (`selfplay.trivial`: copying answers it, or its output does not move with its input; with
+    `curriculum.refuse_stock_inputs` an abduction task a stock input solves), which teaches the
+    solver to copy rather than to trace (docs/results.md); a pooled task again with its
+    program's variables renamed (`new_work.renamed_repeats`); and an induction task that adds
+    nothing on its program (`new_work.induction_repeats`). An abduction task that enters is
+    marked with whether a stock input solves it (`new_work.guessable`, for
+    `curriculum.guessable_weight`)."""
     kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())
@@ -225,7 +227,8 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
         records = [verification_record(v.verdicts, run.executor.isolation) for v in fresh]
         tasks = [v.task for v in fresh]
         guessable = new_work.guessable(run, tasks)
-        result = run.store.add_tasks(tasks, provenance, records, guessable)
+        keys = [new_work.canonical_key(t) for t in tasks]
+        result = run.store.add_tasks(tasks, provenance, records, guessable, keys)
         placed = zip(result.ids, result.added, new_work.duplicates(run, result, step), strict=True)
     stored = []
     for k, v in enumerate(validated):

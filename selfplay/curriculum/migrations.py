@@ -20,6 +20,9 @@ History:
   3  `tasks.guessable`: whether a stock input solves an abduction task, which
      `curriculum.guessable_weight` draws less often (NULL for the tasks of older pools: not
      judged, until a run opens the pool, `TaskStore.judge_guessable`)
+  4  `tasks.canonical` and its index: the task's hash with its program in canonical text, to
+     find a proposal that renames a pooled task's variables (NULL for the tasks of older pools
+     until the store first looks one up, `TaskStore.canonical_tasks`)
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.
@@ -51,8 +54,13 @@ def _v2_to_v3(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE tasks ADD COLUMN guessable BOOLEAN"))
 
 
+def _v3_to_v4(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE tasks ADD COLUMN canonical VARCHAR(32)"))
+    conn.execute(text("CREATE INDEX ix_tasks_run_canonical ON tasks (run_id, canonical)"))
+
+
 #: version -> the step that migrates a database from it to version + 1
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 #: migrations after which the derived difficulty state must be recomputed from `attempts`
 REBUILDS_AFTER = {1}
 

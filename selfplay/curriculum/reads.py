@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from operator import itemgetter
 
 import numpy as np
-from sqlalchemy import BigInteger, Row, Text, case, select
+from sqlalchemy import BigInteger, Row, String, Text, case, select
 
 from selfplay.curriculum import database
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.migrations import ensure_schema
 from selfplay.curriculum.pool import PoolIndex
 from selfplay.curriculum.records import ORIGINS, PoolTask, Provenance
-from selfplay.curriculum.schema import RunRow, TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.schema import Ability, Attempt, RunRow, TaskReference, TaskRow, TaskStats
 from selfplay.curriculum.writes import COUNTS, STATE, among, chunks
 from selfplay.types import TASK_TYPES, Task
 
@@ -141,6 +141,37 @@ def induction_inputs(
         for chunk in chunks(sorted(found)):
             for program, inputs in s.execute(query.where(among(s, TaskRow.program, chunk, Text))):
                 found[program].append(frozenset(inputs))
+    return found
+
+
+def abilities(
+    engine, run_id: int
+) -> tuple[dict[int, tuple[float, float, int]], set[tuple[int, str]]]:
+    """The run's fitted abilities (step -> theta, precision, answers) and the (step, model
+    version) keys that have recorded attempts."""
+    columns = (Ability.step, Ability.theta, Ability.precision, Ability.n_answers)
+    keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == run_id)
+    with database.read(engine) as s:
+        rows = s.execute(select(*columns).where(Ability.run_id == run_id))
+        fitted = {step: (theta, precision, n) for step, theta, precision, n in rows}
+        recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
+    return fitted, recorded
+
+
+def canonical_tasks(
+    engine, run_id: int, keys: Sequence[str], up_to_step: int
+) -> dict[str, list[tuple[int, str]]]:
+    """Per canonical key, the (id, content hash) of the run's tasks with it that entered the
+    pool at step `up_to_step` or before (an empty list for a key with none)."""
+    found: dict[str, list[tuple[int, str]]] = {k: [] for k in keys}
+    query = select(TaskRow.canonical, TaskRow.id, TaskRow.hash).where(
+        TaskRow.run_id == run_id, TaskRow.step <= up_to_step
+    )
+    with database.read(engine) as s:
+        for chunk in chunks(sorted(found)):
+            rows = s.execute(query.where(among(s, TaskRow.canonical, chunk, String)))
+            for key, task_id, digest in rows:
+                found[key].append((task_id, digest))
     return found
 
 

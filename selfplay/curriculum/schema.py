@@ -28,6 +28,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -36,7 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of its rowid (fast, autoincrementing) for the
 # exact type INTEGER; PostgreSQL gets BIGINT so a long run never runs out of ids.
@@ -69,14 +70,20 @@ class RunRow(Base):
 class TaskRow(Base):
     __tablename__ = "tasks"
     __table_args__ = (
-        # The only secondary index: every insert pays for each one, and queries by type, step
+        # The only secondary indexes: every insert pays for each one, and queries by type, step
         # or difficulty go through the store's in-memory columns instead.
         UniqueConstraint("run_id", "hash", name="uq_tasks_run_hash"),
+        Index("ix_tasks_run_canonical", "run_id", "canonical"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     hash: Mapped[str] = mapped_column(String(32))  # see records.content_hash
+    # the same hash of the task with its program in canonical text (names a program binds
+    # renamed, comments and layout dropped: `new_work.canonical_key`), so that a proposal that
+    # renames a pooled task's variables is found a repeat; NULL until computed (tasks added
+    # without one, an older pool's: `TaskStore.canonical_tasks` fills them)
+    canonical: Mapped[str | None] = mapped_column(String(32), default=None)
     type: Mapped[str] = mapped_column(String(16))
     program: Mapped[str] = mapped_column(Text)
     inputs: Mapped[list] = mapped_column(JSON)

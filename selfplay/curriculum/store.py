@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
-from sqlalchemy import select
 
 from selfplay.config import CurriculumConfig, SelfPlayConfig
 from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
@@ -48,7 +47,6 @@ from selfplay.curriculum.records import (
     SolverBatch,
     TaskAttempts,
 )
-from selfplay.curriculum.schema import Ability, Attempt
 from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
 from selfplay.types import TASK_TYPES, Task, TaskType
 
@@ -175,15 +173,7 @@ class TaskStore:
     def reload(self) -> None:
         """Re-read the per-task state and abilities from the database."""
         self._index = reads.load_index(self._engine, self._run_id)
-        with database.read(self._engine) as s:
-            rows = s.execute(
-                select(Ability.step, Ability.theta, Ability.precision, Ability.n_answers).where(
-                    Ability.run_id == self._run_id
-                )
-            )
-            self._abilities = {step: (t, p, n) for step, t, p, n in rows}
-            keys = select(Attempt.step, Attempt.model_version).where(Attempt.run_id == self._run_id)
-            self._recorded = {tuple(r) for r in s.execute(keys.distinct()).all()}
+        self._abilities, self._recorded = reads.abilities(self._engine, self._run_id)
         self._trajectories.load(self._engine, self._run_id)
         self._p_cache = None
 
@@ -214,24 +204,27 @@ class TaskStore:
         provenance: Provenance | Sequence[Provenance],
         verifications: Sequence[dict | None] | dict | None = None,
         guessable: Sequence[bool | None] | None = None,
+        canonical: Sequence[str | None] | None = None,
     ) -> AddResult:
         """Add validated tasks; a task already in the run (same content hash) is not added
         again, and its existing id is returned. One provenance for all, or one per task;
         `guessable`, per task, whether a stock input solves it (None: not judged, the default;
-        `curriculum.guessable_weight`)."""
+        `curriculum.guessable_weight`); `canonical`, per task, its canonical key
+        (`new_work.canonical_key`; None: computed when `canonical_tasks` first needs it)."""
         if isinstance(provenance, Provenance):
             provenance = [provenance] * len(tasks)
         if verifications is None or isinstance(verifications, dict):
             verifications = [verifications] * len(tasks)
         marks = [None] * len(tasks) if guessable is None else guessable
         guessable = [None if g is None else bool(g) for g in marks]  # not numpy's bool
-        if not len(tasks) == len(provenance) == len(verifications) == len(guessable):
-            raise ValueError("tasks, provenance, verifications and guessable must be equally long")
+        canonical = [None] * len(tasks) if canonical is None else list(canonical)
+        if len({len(x) for x in (tasks, provenance, verifications, guessable, canonical)}) > 1:
+            raise ValueError("tasks, provenance, verifications, guessable, canonical: unequal")
         for prov in provenance:
             if prov.references:
                 self._index.positions(prov.references)  # KeyError: not a task of this run
         result, appended = writes.add_tasks(
-            self._engine, self._run_id, tasks, provenance, verifications, guessable
+            self._engine, self._run_id, tasks, provenance, verifications, guessable, canonical
         )
         self._index.append(appended)
         self._p_cache = None
@@ -479,6 +472,16 @@ class TaskStore:
         before step `before_step` (those of the step itself or later ones are left out). Reads
         the database: programs are not in the in-memory index."""
         return reads.induction_inputs(self._engine, self._run_id, programs, before_step)
+
+    def canonical_tasks(
+        self, keys: Sequence[str], up_to_step: int, key: Callable[[Task], str]
+    ) -> dict[str, list[tuple[int, str]]]:
+        """Per canonical key, the (id, content hash) of the tasks with it that entered the pool
+        at step `up_to_step` or before; tasks added without a key (imported, seeded, an older
+        pool's) get `key(task)` first, once."""
+        if writes.fill_canonical(self._engine, self._run_id, key):
+            self._wrote()
+        return reads.canonical_tasks(self._engine, self._run_id, keys, up_to_step)
 
     def stats(self, step: int | None = None, growth: bool = True, programs: bool = False):
         """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).

@@ -105,7 +105,9 @@ def rename_run(engine, old: str, new: str) -> None:
 # -- tasks ------------------------------------------------------------------------------------
 
 
-def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification, guessable) -> dict:
+def _row(
+    run_id: int, task: Task, digest: str, prov: Provenance, verification, guessable, canonical
+) -> dict:
     if prov.origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {prov.origin!r}")
     return {
@@ -126,14 +128,16 @@ def _row(run_id: int, task: Task, digest: str, prov: Provenance, verification, g
         "model_version": prov.model_version,
         "verification": None if verification is None else json.dumps(verification),
         "guessable": guessable,
+        "canonical": canonical,
     }
 
 
 def add_tasks(
-    engine, run_id: int, tasks, provenance, verifications, guessable
+    engine, run_id: int, tasks, provenance, verifications, guessable, canonical
 ) -> tuple[AddResult, dict[str, np.ndarray]]:
     """Insert the tasks not yet in the run; returns the result and the index rows to append.
-    A task already in the run keeps the `guessable` judgement it was added with."""
+    A task already in the run keeps the `guessable` judgement and `canonical` key it was added
+    with."""
     hashes = [content_hash(t) for t in tasks]
     first: dict[str, int] = {}
     for i, digest in enumerate(hashes):
@@ -147,7 +151,15 @@ def add_tasks(
             ids.update(s.execute(query).all())
         new = [i for digest, i in first.items() if digest not in ids]
         rows = [
-            _row(run_id, tasks[i], hashes[i], provenance[i], verifications[i], guessable[i])
+            _row(
+                run_id,
+                tasks[i],
+                hashes[i],
+                provenance[i],
+                verifications[i],
+                guessable[i],
+                canonical[i],
+            )
             for i in new
         ]
         if rows:
@@ -192,6 +204,30 @@ def judge_guessable(engine, run_id: int, judge) -> int:
             s.connection().execute(
                 mark.values(guessable=bindparam("mark")),
                 [{"task_id": row.id, "mark": bool(m)} for row, m in zip(chunk, marks, strict=True)],
+            )
+    return len(rows)
+
+
+def fill_canonical(engine, run_id: int, key) -> int:
+    """Give the run's tasks without a `canonical` key (added without one, or an older pool's)
+    `key(task)`; returns how many. Each chunk is one transaction: stopped midway, the next call
+    fills the rest."""
+    columns = (TaskRow.type, TaskRow.program, TaskRow.inputs, TaskRow.outputs, TaskRow.message)
+    query = select(TaskRow.id, *columns, TaskRow.n_visible, TaskRow.cpu_s).where(
+        TaskRow.run_id == run_id, TaskRow.canonical.is_(None)
+    )
+    with database.read(engine) as s:
+        rows = s.execute(query.order_by(TaskRow.id)).all()
+    fill = update(TaskRow).where(TaskRow.id == bindparam("task_id"))
+    for chunk in chunks(rows):
+        keys = [
+            key(Task(kind, program, tuple(inputs), tuple(outputs), message, n_visible, cpu_s))
+            for _, kind, program, inputs, outputs, message, n_visible, cpu_s in chunk
+        ]
+        with database.write(engine) as s:
+            s.connection().execute(
+                fill.values(canonical=bindparam("key")),
+                [{"task_id": row.id, "key": k} for row, k in zip(chunk, keys, strict=True)],
             )
     return len(rows)
 
