@@ -10,11 +10,14 @@ Phases, one JSON line each:
             task's estimate, since the attempts changed them
   baseline  the same draws from a Python list of per-task counts: learnability of every task
             in a loop, then weighted sampling without replacement (exponential keys)
+  lookup    the new-work check of a step (`new_work.renamed_repeats`): the canonical keys of
+            256 proposals, half of them pooled tasks, looked up in the pool; before the first,
+            the keys of every task (inserted without, as an older pool's) are computed once
   attempted (with --attempt-all) every task gets answers, then draws are timed again: the
             worst case, where no task shares the never-attempted estimate
-The last line is the summary: inserts_per_s, draw_512_ms, record_4096_ms (medians) and
-baseline_draw_512_ms. Targets on SQLite at 1M tasks: >= 20,000 inserts/s, <= 50 ms per draw,
-<= 100 ms per 4,096-attempt update.
+The last line is the summary: inserts_per_s, draw_512_ms, record_4096_ms, lookup_256_ms
+(medians), baseline_draw_512_ms and keys_filled_per_s. Targets on SQLite at 1M tasks: >= 20,000
+inserts/s, <= 50 ms per draw, <= 100 ms per 4,096-attempt update.
 
 Where a draw's time goes (cProfile and per-part CPU clocks, 1M tasks of which ~80k attempted,
 each draw right after a step's attempts; medians while another job held the cores, so CPU
@@ -157,6 +160,31 @@ def baseline_phase(store: TaskStore, draws: int) -> float:
     return statistics.median(times)
 
 
+def lookup_phase(store: TaskStore, total: int, rng: np.random.Generator) -> tuple[float, float]:
+    from selfplay.new_work import canonical_key
+
+    t0 = time.perf_counter()
+    store.canonical_tasks([], 0, canonical_key)  # fills every task's key
+    fill_s = time.perf_counter() - t0
+    times = []
+    for _ in range(10):
+        drawn = rng.choice(2 * total, 256, replace=False).tolist()  # half not in the pool
+        keys = [canonical_key(synthetic_task(i)) for i in drawn]
+        t0 = time.perf_counter()
+        found = store.canonical_tasks(keys, 20, canonical_key)
+        times.append(1000 * (time.perf_counter() - t0))
+        assert [bool(found[k]) for k in keys] == [i < total for i in drawn]
+    emit(
+        {
+            "phase": "lookup",
+            "keys_filled": total,
+            "fill_s": round(fill_s, 2),
+            "lookup_256_ms": _summary(times),
+        }
+    )
+    return statistics.median(times), total / fill_s
+
+
 def _summary(values: list[float]) -> dict:
     ordered = sorted(values)
     return {
@@ -185,6 +213,7 @@ def main() -> None:
             rng = np.random.default_rng(0)
             record, draw = steps_phase(store, args.steps, rng)
             baseline = baseline_phase(store, args.baseline_draws)
+            lookup, filled = lookup_phase(store, args.tasks, rng)
             extra = {}
             if args.attempt_all:
                 extra["draw_512_all_attempted_ms"] = round(attempted_phase(store, rng), 2)
@@ -193,7 +222,9 @@ def main() -> None:
             "inserts_per_s": round(inserts),
             "draw_512_ms": round(draw, 2),
             "record_4096_ms": round(record, 2),
+            "lookup_256_ms": round(lookup, 2),
             "baseline_draw_512_ms": round(baseline, 2),
+            "keys_filled_per_s": round(filled),
             **extra,
         }
     )

@@ -82,7 +82,12 @@ def _seed_round(run: Run, r: int, samples: int) -> dict[str, float]:
     run.engine_role = seeding.engine_role  # the engine is shared: whose weights it now holds
     valid = [s for s in stored if s.validated.task is not None]
     added = sum(1 for s in valid if s.added and not s.no_new_work)
-    reasons = Counter(s.no_new_work.split(":")[0] for s in valid if s.no_new_work)
+    # a renamed repeat apart from the exact ones: what keying tasks by text alone let in
+    reasons = Counter(
+        "renamed" if s.no_new_work == "repeat:renamed" else s.no_new_work_kind
+        for s in valid
+        if s.no_new_work
+    )
     counts = {
         "seed/proposals": float(len(stored)),
         "seed/valid": float(len(valid)),

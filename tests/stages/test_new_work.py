@@ -322,6 +322,8 @@ def test_a_pooled_task_again_with_its_variables_renamed_is_a_repeat(make_run):
     assert [i for i, _ in run.store.canonical_tasks([key], 1, canonical_key)[key]] == [
         stored[1].task_id
     ]
+    _, _, _, metrics = one_step(run, proposals[:2], step=2)  # now each is a repeat
+    assert metrics["propose/repeat_share"] == 1.0 and metrics["propose/renamed_share"] == 0.5
 
 
 def _induction(group: int, inputs: tuple[str, ...], message: str) -> Proposed:

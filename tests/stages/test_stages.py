@@ -98,7 +98,8 @@ def test_lengths_and_the_share_cut_at_the_token_limit_per_role(make_run):
 
 def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(make_run):
     """`selfplay.seed_proposals` samples per prompt at step 0: copies of the seed and trivial
-    tasks stay out, a new program enters once; nothing is asked when the key is 0."""
+    tasks stay out, a new program enters once, and again with its variables renamed it stays
+    out too (counted apart from exact repeats); nothing is asked when the key is 0."""
     from selfplay.self_seed import SEEDING_FILE, seed_from_model
 
     fence = "<answer>\n```python\n{}\n\nf({})\n```\n</answer>"
@@ -108,13 +109,15 @@ def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(
         fence.format(REVERSED, "'abc'"),  # new work
         fence.format(REVERSED, "'xyz'"),  # the same program again, another input
         "I like turtles.",
+        fence.format("def f(t):\n    return t[::-1]", "'abc'"),  # the new work, renamed
     ]
-    run, _ = make_run(["selfplay.seed_proposals=5", "selfplay.proposals=1"])
+    run, _ = make_run(["selfplay.seed_proposals=6", "selfplay.proposals=1"])
     run.engine = ScriptedProposer(texts)
     metrics = seed_from_model(run)
-    assert run.engine.asked == [(2, 5)]  # one prompt per task type, five samples each
-    assert metrics["seed/proposals"] == 10 and metrics["seed/valid"] == 8
+    assert run.engine.asked == [(2, 6)]  # one prompt per task type, six samples each
+    assert metrics["seed/proposals"] == 12 and metrics["seed/valid"] == 10
     assert metrics["seed/copy"] == 2 and metrics["seed/trivial"] == 2
+    assert metrics["seed/renamed"] == 2 and "seed/repeat" not in metrics
     pooled = [t.task for t in run.store.get(run.store.index["id"].tolist())]
     assert sorted({t.program for t in pooled}) == sorted({SORTED, REVERSED})
     assert metrics["seed/added"] == len(pooled) - 1  # the seed was there before
@@ -122,7 +125,7 @@ def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(
 
     assert (run.folder / SEEDING_FILE).exists()
     again = seed_from_model(run)  # a restart before the first checkpoint: the seeding is done
-    assert again == metrics and run.engine.asked == [(2, 5)]
+    assert again == metrics and run.engine.asked == [(2, 6)]
     (run.folder / SEEDING_FILE).unlink()  # its record lost: the same samples add nothing new
     again = seed_from_model(run)
     assert again["seed/added"] == 0 and len(run.store) == len(pooled)
