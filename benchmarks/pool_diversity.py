@@ -12,12 +12,15 @@ the project's own checks, in the sandbox:
                  before that rule or by a bug
   contaminated   tasks whose program is one of CRUXEval, HumanEval or MBPP
                  (`selfplay.datasets.contamination`), by benchmark
+  renamed        proposed tasks that an earlier task of the pool is with its program's
+                 variables renamed (`new_work.canonical_key`): a run keeps them out of its
+                 pool since schema 4 (`repeat:renamed`), so this counts what got in before
   programs       distinct programs (after `canonical_program`), and how the proposed programs
                  cluster by shape (`trainer/repetition.py`, similarity 0.5): the largest
                  cluster's share says whether the pool is one idea in many variants
 
 Prints one JSON line per part; the last line is the summary: tasks, proposed, trivial,
-contaminated, distinct_programs, clusters, largest_cluster_share.
+contaminated, renamed, distinct_programs, clusters, largest_cluster_share.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from selfplay.config import CurriculumConfig, ExecutorConfig
 from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
 from selfplay.executor import Executor
 from selfplay.files import records
+from selfplay.new_work import canonical_key
 from selfplay.proposer.canonical import canonical_program
 from selfplay.trainer.repetition import cluster_shares
 from selfplay.trivial import trivial_reasons
@@ -57,6 +61,18 @@ def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
         return [(t.task, t.provenance.origin) for t in store.get(store.index["id"].tolist())]
 
 
+def renamed_repeats(tasks: list[tuple[Task, str]]) -> list[list[str]]:
+    """The proposed tasks (in pool order) that an earlier task is with its program's variables
+    renamed, each as [its program, the earlier one's]."""
+    first: dict[str, Task] = {}
+    found = []
+    for task, origin in tasks:
+        earlier = first.setdefault(canonical_key(task), task)
+        if origin == "proposed" and earlier.program != task.program:
+            found.append([task.program, earlier.program])
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("pool", help="a pool (SQLite path or database URL) or a JSONL export")
@@ -71,6 +87,8 @@ def main() -> None:
     contaminated = Counter(b for t in proposed if (b := benchmarks.match(t.program)))
     missing = sorted(benchmarks.missing)
     print(json.dumps({"part": "contaminated", **contaminated, "unchecked": missing}))
+    renamed = renamed_repeats(tasks)
+    print(json.dumps({"part": "renamed", "tasks": len(renamed), "examples": renamed[:3]}))
     programs = sorted({canonical_program(t.program) for t in proposed})
     shares = cluster_shares(programs, 0.5)
     clusters = round(sum(1 / (s * len(programs)) for s in shares)) if programs else 0
@@ -82,6 +100,7 @@ def main() -> None:
         "proposed": len(proposed),
         "trivial": sum(reasons.values()),
         "contaminated": sum(contaminated.values()),
+        "renamed": len(renamed),
         "distinct_programs": len(programs),
         "clusters": clusters,
         "largest_cluster_share": round(largest, 4),

@@ -3,6 +3,7 @@ names the runs it does hold, and the store is left as it was (no empty run added
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -25,3 +26,24 @@ def test_an_unknown_run_is_named_and_not_created(tmp_path):
     assert done.returncode != 0
     assert "holds no run 'other'; its runs: learn" in done.stderr
     assert TaskStore.runs(path) == ["learn"]
+
+
+def test_renamed_repeats_of_an_older_pool_are_counted():
+    """A proposed task that an earlier one is with its variables renamed is counted (what a
+    pool from before `repeat:renamed` let in); another input, or the first one, is not."""
+    spec = importlib.util.spec_from_file_location("pool_diversity", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    renamed_repeats = script.renamed_repeats
+
+    def task(program: str, given: str, output: str) -> Task:
+        return Task("deduction", program, (given,), (output,))
+
+    square, renamed = "def f(x):\n    return x * x", "def f(n):\n    # n squared\n    return n * n"
+    tasks = [
+        (task(square, "2", "4"), "seed"),
+        (task(renamed, "2", "4"), "proposed"),  # the seed's task, renamed
+        (task(renamed, "3", "9"), "proposed"),  # another input: new
+        (task("def f(k):\n    return k * k", "3", "9"), "proposed"),  # the one before, renamed
+    ]
+    assert renamed_repeats(tasks) == [[renamed, square], ["def f(k):\n    return k * k", renamed]]
