@@ -210,26 +210,25 @@ def judge_guessable(engine, run_id: int, judge) -> int:
 
 def fill_canonical(engine, run_id: int, key) -> int:
     """Give the run's tasks without a `canonical` key (added without one, or an older pool's)
-    `key(task)`; returns how many. Each chunk is one transaction: stopped midway, the next call
-    fills the rest."""
+    `key(task)`; returns how many. Read and written a chunk at a time, each chunk's keys one
+    transaction: stopped midway, the next call fills the rest."""
     columns = (TaskRow.type, TaskRow.program, TaskRow.inputs, TaskRow.outputs, TaskRow.message)
-    query = select(TaskRow.id, *columns, TaskRow.n_visible, TaskRow.cpu_s).where(
-        TaskRow.run_id == run_id, TaskRow.canonical.is_(None)
-    )
+    missing = select(TaskRow.id).where(TaskRow.run_id == run_id, TaskRow.canonical.is_(None))
     with database.read(engine) as s:
-        rows = s.execute(query.order_by(TaskRow.id)).all()
+        ids = s.scalars(missing.order_by(TaskRow.id)).all()
     fill = update(TaskRow).where(TaskRow.id == bindparam("task_id"))
-    for chunk in chunks(rows):
+    for chunk in chunks(ids):
+        query = select(TaskRow.id, *columns, TaskRow.n_visible, TaskRow.cpu_s)
+        with database.read(engine) as s:
+            rows = s.execute(query.where(among(s, TaskRow.id, chunk, BigInteger))).all()
         keys = [
-            key(Task(kind, program, tuple(inputs), tuple(outputs), message, n_visible, cpu_s))
-            for _, kind, program, inputs, outputs, message, n_visible, cpu_s in chunk
+            {"task_id": task_id, "key": key(Task(kind, program, tuple(given), tuple(out), *rest))}
+            for task_id, kind, program, given, out, *rest in rows
         ]
-        with database.write(engine) as s:
-            s.connection().execute(
-                fill.values(canonical=bindparam("key")),
-                [{"task_id": row.id, "key": k} for row, k in zip(chunk, keys, strict=True)],
-            )
-    return len(rows)
+        if keys:  # none where another process deleted them meanwhile
+            with database.write(engine) as s:
+                s.connection().execute(fill.values(canonical=bindparam("key")), keys)
+    return len(ids)
 
 
 def _reserve_ids(s, count: int) -> list[int]:
