@@ -40,7 +40,7 @@ from selfplay import stages
 if TYPE_CHECKING:
     from selfplay.runs import Run
 
-__all__ = ["seed_from_model", "SEEDING_FILE"]
+__all__ = ["round_counts", "seed_from_model", "SEEDING_FILE"]
 
 SEEDING_FILE = "seeding.json"
 
@@ -80,13 +80,21 @@ def _seed_round(run: Run, r: int, samples: int) -> dict[str, float]:
     proposed = stages.propose(seeding, 0, draw=r)
     stored = stages.store_tasks(seeding, stages.validate(seeding, proposed), 0)
     run.engine_role = seeding.engine_role  # the engine is shared: whose weights it now holds
+    return round_counts(stored)
+
+
+def round_counts(stored) -> dict[str, float]:
+    """A round's metrics: its proposals, the valid ones, the tasks they added, and every valid
+    proposal that added nothing, by why (`seed/<kind>`). The rounds share step 0, so the store
+    stage takes a task an earlier round pooled for the step's own (as it must for a round run
+    again) and does not call it a repeat: here it is one. A renamed repeat is counted apart
+    from the exact ones (`seed/renamed`)."""
     valid = [s for s in stored if s.validated.task is not None]
     added = sum(1 for s in valid if s.added and not s.no_new_work)
-    # a renamed repeat apart from the exact ones: what keying tasks by text alone let in
     reasons = Counter(
-        "renamed" if s.no_new_work == "repeat:renamed" else s.no_new_work_kind
+        "renamed" if s.no_new_work == "repeat:renamed" else s.no_new_work_kind or "repeat"
         for s in valid
-        if s.no_new_work
+        if s.no_new_work or not s.added
     )
     counts = {
         "seed/proposals": float(len(stored)),

@@ -15,6 +15,7 @@ import pytest
 
 from selfplay import stages
 from selfplay.engine.base import Generation
+from selfplay.types import Stored, Task, Validated
 from tests.stages.scripted import (
     REVERSED,
     SORTED,
@@ -96,6 +97,37 @@ def test_lengths_and_the_share_cut_at_the_token_limit_per_role(make_run):
     assert metrics["propose/clipped_ratio"] == 0.5 and metrics["propose/mean_length"] == 3.0
 
 
+_SEED_TOTALS = ("seed/proposals", "seed/valid", "seed/rounds")
+
+
+def test_a_seeding_round_counts_every_valid_proposal_once():
+    """A task an earlier round pooled is a repeat of the round (the store stage takes it for
+    step 0's own), apart from renamed ones; a new task is added; an invalid one only proposed."""
+    from selfplay.self_seed import round_counts
+
+    def stored(no_new_work: str = "", added: bool = False, valid: bool = True) -> Stored:
+        p = proposed(0, "deduction", TRIPLE, "4")
+        task = Task("deduction", TRIPLE, ("4",), ("12",)) if valid else None
+        return Stored(Validated(p, (), task), 7 if valid else None, added, no_new_work)
+
+    rows = [
+        stored(added=True),  # new
+        stored(),  # pooled by an earlier round: not added, not marked
+        stored("repeat"),  # twice in the round
+        stored("repeat:renamed"),
+        stored("copy"),
+        stored(valid=False),
+    ]
+    assert round_counts(rows) == {
+        "seed/proposals": 6.0,
+        "seed/valid": 5.0,
+        "seed/added": 1.0,
+        "seed/copy": 1.0,
+        "seed/renamed": 1.0,
+        "seed/repeat": 2.0,
+    }
+
+
 def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(make_run):
     """`selfplay.seed_proposals` samples per prompt at step 0: copies of the seed and trivial
     tasks stay out, a new program enters once, and again with its variables renamed it stays
@@ -129,6 +161,7 @@ def test_the_pool_is_seeded_from_the_models_new_proposals_before_the_first_step(
     (run.folder / SEEDING_FILE).unlink()  # its record lost: the same samples add nothing new
     again = seed_from_model(run)
     assert again["seed/added"] == 0 and len(run.store) == len(pooled)
+    assert sum(v for k, v in again.items() if k not in _SEED_TOTALS) == again["seed/valid"]
 
     off, _ = make_run()
     off.engine = ScriptedProposer(texts)
