@@ -164,14 +164,14 @@ def lookup_phase(store: TaskStore, total: int, rng: np.random.Generator) -> tupl
     from selfplay.new_work import canonical_key
 
     t0 = time.perf_counter()
-    store.canonical_tasks([], 0, canonical_key)  # fills every task's key
+    store.keyed_tasks("canonical", [], 0, canonical_key)  # fills every task's key
     fill_s = time.perf_counter() - t0
     times = []
     for _ in range(10):
         drawn = rng.choice(2 * total, 256, replace=False).tolist()  # half not in the pool
         keys = [canonical_key(synthetic_task(i)) for i in drawn]
         t0 = time.perf_counter()
-        found = store.canonical_tasks(keys, 20, canonical_key)
+        found = store.keyed_tasks("canonical", keys, 20, canonical_key)
         times.append(1000 * (time.perf_counter() - t0))
         assert [bool(found[k]) for k in keys] == [i < total for i in drawn]
     emit(

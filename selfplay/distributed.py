@@ -275,7 +275,7 @@ class SharedStore:
         "selection",
         "estimates",
         "induction_inputs",
-        "canonical_tasks",
+        "keyed_tasks",
     )
 
     def __init__(self, store, ranks: Ranks):

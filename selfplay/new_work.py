@@ -4,9 +4,11 @@
                        its prompt (its program in other words, `copy`, or one that behaves
                        as the reference's does, `copy:behaviour`), a benchmark's program, a
                        trivial task, a pooled task with its variables renamed
-                       (`renamed_repeats`), an induction task that adds nothing on its
+                       (`renamed_repeats`) or with a program that behaves as its program
+                       does (`behaviour_repeats`), an induction task that adds nothing on its
                        program (`induction_repeats`)
-    canonical_key      what makes two tasks one up to the names their program binds
+    task_keys          the keys the pool finds those by: a task up to the names its program
+                       binds (`canonical_key`), and without its program (`io_key`)
     duplicates         which proposals that entered the pool are repeats of its tasks
     guessable          which abduction tasks a stock input solves: they enter the pool marked,
                        and `curriculum.guessable_weight` sets how often the solver draws them
@@ -22,16 +24,19 @@ from dataclasses import replace
 from selfplay.curriculum.records import content_hash
 from selfplay.proposer.canonical import canonical_program
 from selfplay.trivial import MIN_PROBES, probe_inputs, stock_solves, trivial_reasons
-from selfplay.types import Task, Validated
+from selfplay.types import WRITTEN_TYPES, Task, Validated
 
 __all__ = [
     "behaviour_copies",
+    "behaviour_repeats",
     "canonical_key",
     "duplicates",
     "guessable",
     "induction_repeats",
+    "io_key",
     "kept_out",
     "renamed_repeats",
+    "task_keys",
 ]
 
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
@@ -41,8 +46,9 @@ _LIMITS = frozenset({"timeout", "memory", "crash:worker"})
 def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:
     """Why each valid proposal that stays out of the pool does: `copy`, `copy:behaviour`,
     `contaminated:<benchmark>`, `trivial:<why>` or `repeat:<why>` (first that applies), by
-    proposal index. An induction task's program was given to the proposer, not written by it:
-    never a copy or a benchmark's program."""
+    proposal index. `curriculum.behaviour_copies=false` judges programs by their text only
+    (no `copy:behaviour`, no `repeat:behaviour`). An induction task's program was given to the
+    proposer, not written by it: never a copy or a benchmark's program."""
     valid = {k: v for k, v in enumerate(validated) if v.task is not None}
     shown = _reference_programs(run, list(valid.values()))
     written = {k: v for k, v in valid.items() if v.task.type != "induction"}
@@ -69,6 +75,9 @@ def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]
     rest = {k: v.task for k, v in valid.items() if k not in why}
     if rest:
         why.update(renamed_repeats(run, rest, step))
+    rest = {k: v.task for k, v in written.items() if k not in why}
+    if rest and run.config.curriculum.behaviour_copies:
+        why.update(behaviour_repeats(run, rest, step))
     induction = {k: v.task for k, v in valid.items() if k not in why and v.task.type == "induction"}
     if induction:
         why.update(induction_repeats(run, induction, step))
@@ -82,6 +91,17 @@ def canonical_key(task: Task) -> str:
     return content_hash(replace(task, program=canonical_program(task.program)))
 
 
+def io_key(task: Task) -> str:
+    """The content hash of the task without its program: its type, inputs, outputs and
+    message. The pooled tasks a proposal could repeat in other words share it."""
+    return content_hash(replace(task, program=""))
+
+
+def task_keys(tasks: list[Task]) -> dict[str, list[str]]:
+    """The tasks' keys by the pool's column (`schema.KEY_COLUMNS`), for `TaskStore.add_tasks`."""
+    return {"canonical": [canonical_key(t) for t in tasks], "io": [io_key(t) for t in tasks]}
+
+
 def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     """The tasks (by proposal index) that repeat a pooled task, or an earlier one of `tasks`,
     up to the names their program binds, comments and layout (`canonical_key`), without being
@@ -90,8 +110,8 @@ def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     count from the pool only where they are not the task: a resumed run that replays a step
     meets its own tasks there, each exactly, and judges the rest as the lost run did."""
     keys = {k: canonical_key(task) for k, task in tasks.items()}
-    pooled = run.store.canonical_tasks(sorted(set(keys.values())), step, canonical_key)
-    held = {key: {digest for _, digest in found} for key, found in pooled.items()}
+    pooled = run.store.keyed_tasks("canonical", sorted(set(keys.values())), step, canonical_key)
+    held = {key: {digest for _, digest, _ in found} for key, found in pooled.items()}
     why: dict[int, str] = {}
     for k, task in tasks.items():
         digest, seen = content_hash(task), held.setdefault(keys[k], set())
@@ -100,6 +120,29 @@ def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
         else:
             seen.add(digest)
     return why
+
+
+def behaviour_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
+    """The deduction and abduction tasks (by proposal index) whose program behaves as the
+    program of a pooled task with the same input and output (`io_key`), or of an earlier one of
+    `tasks`, does: the same output or failure on every probe input like theirs, as
+    `behaviour_copies` judges against a prompt's references (`repeat:behaviour`). A variant of a
+    pooled program that the prompt did not show (`x ** 2` for a pooled `x * x`, a branch
+    reordered) asks the solver to trace the same computation on the same input again. Tasks of
+    the step itself count from the pool as in `renamed_repeats`: a task is never compared with
+    its own program."""
+    written = {k: t for k, t in tasks.items() if t.type in WRITTEN_TYPES}
+    if not written:
+        return {}
+    keys = {k: io_key(task) for k, task in written.items()}
+    pooled = run.store.keyed_tasks("io", sorted(set(keys.values())), step, io_key)
+    held = {key: [program for _, _, program in found] for key, found in pooled.items()}
+    others = {}
+    for k, task in written.items():
+        programs = held[keys[k]]
+        others[k] = (task, [p for p in dict.fromkeys(programs) if p != task.program])
+        programs.append(task.program)
+    return dict.fromkeys(behaves_as(run, others), "repeat:behaviour")
 
 
 def induction_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
@@ -164,31 +207,39 @@ def guessable(run, tasks: list[Task]) -> list[bool | None]:
 
 def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task]) -> list[int]:
     """The deduction and abduction proposals (by index) whose program behaves as one of their
-    prompt's references does: the reference's program gives the proposal's output on its input,
-    and on every probe input like it (`trivial.probe_inputs`) the same output as the proposal's
-    program, or the same refusal or exception (by reason); at least `MIN_PROBES` probes must
-    run, and a run cut by a limit (time, memory, a lost worker) rules a copy out, since a busier
-    machine might not cut it. `2 * n` for a shown `n * 2`, or a reordered sum, is a copy in
-    other words: no new work for a solver. Every program runs in the sandbox, in one executor
-    call for the batch (split across ranks)."""
-    cases, owners = [], []  # owners: (proposal, reference or None for its own program, input)
-    for k, v in proposals.items():
-        task = v.task
-        if task.type not in ("deduction", "abduction"):
+    prompt's references does (`behaves_as`). `2 * n` for a shown `n * 2`, or a reordered sum,
+    is a copy in other words: no new work for a solver."""
+    others = {
+        k: (v.task, [shown[i].program for i in dict.fromkeys(v.proposed.references)])
+        for k, v in proposals.items()
+    }
+    return behaves_as(run, others)
+
+
+def behaves_as(run, others: dict[int, tuple[Task, list[str]]]) -> list[int]:
+    """The deduction and abduction tasks (by index, each with the programs to compare it with)
+    whose program behaves as one of those does: the other program gives the task's output on
+    its input, and on every probe input like it (`trivial.probe_inputs`) the same output as the
+    task's program, or the same refusal or exception (by reason); at least `MIN_PROBES` probes
+    must run, and a run cut by a limit (time, memory, a lost worker) rules a match out, since a
+    busier machine might not cut it. Every program runs in the sandbox, in one executor call
+    for the batch (split across ranks)."""
+    cases, owners = [], []  # owners: (task, other program or None for its own, input)
+    for k, (task, programs) in others.items():
+        if task.type not in WRITTEN_TYPES:
             continue
         probes = probe_inputs(task.input)
-        references = list(dict.fromkeys(v.proposed.references))
-        if len(probes) < MIN_PROBES or not references:
+        if len(probes) < MIN_PROBES or not programs:
             continue
         for j, text in enumerate(probes):
             cases.append((task.program, text))
             owners.append((k, None, j))
-        for i in references:
+        for i, program in enumerate(programs):
             for j, text in enumerate([task.input, *probes]):
-                cases.append((shown[i].program, text))
-                owners.append((k, i, j - 1))  # -1: the proposal's own input
+                cases.append((program, text))
+                owners.append((k, i, j - 1))  # -1: the task's own input
     verdicts = run.ranks.map(lambda part, _: run.executor.validate(part), cases)
-    # per proposal, per program (None: its own), per input (-1: its own): the output, or the
+    # per task, per program (None: its own), per input (-1: its own): the output, or the
     # reason it failed (None where a limit cut the run: not a behaviour to compare)
     results: dict = defaultdict(lambda: defaultdict(dict))
     for (k, i, j), verdict in zip(owners, verdicts, strict=True):
@@ -197,19 +248,19 @@ def behaviour_copies(run, proposals: dict[int, Validated], shown: dict[int, Task
         else:
             seen = None if verdict.reason in _LIMITS else ("failed", verdict.reason)
         results[k][i][j] = seen
-    copies = []
+    alike = []
     for k, by_program in results.items():
         own = by_program.pop(None)
         ran = sum(seen is not None and seen[0] == "output" for seen in own.values())
         if ran < MIN_PROBES or None in own.values():
             continue
-        given = ("output", proposals[k].task.output)
+        given = ("output", others[k][0].output)
         if any(
-            reference[-1] == given and all(reference[j] == seen for j, seen in own.items())
-            for reference in by_program.values()
+            other[-1] == given and all(other[j] == seen for j, seen in own.items())
+            for other in by_program.values()
         ):
-            copies.append(k)
-    return copies
+            alike.append(k)
+    return alike
 
 
 def _reference_programs(run, valid: list[Validated]) -> dict[int, Task]:

@@ -44,7 +44,7 @@ from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import cpu_has_bf16, dtype_name, load_model, resolve
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
-from selfplay.new_work import canonical_key
+from selfplay.new_work import task_keys
 from selfplay.provenance import record_session
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.entropy_control import EntropyControl
@@ -449,7 +449,7 @@ def _seed_pool(run: Run) -> None:
     task = Task(
         "deduction", IDENTITY_SEED[0], (verdict.input,), (verdict.output,), cpu_s=verdict.cpu_s
     )
-    store.add_tasks([task], Provenance("seed", 0, "", "identity"), canonical=[canonical_key(task)])
+    store.add_tasks([task], Provenance("seed", 0, "", "identity"), keys=task_keys([task]))
 
 
 def _judge_older_abductions(store, executor) -> None:

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["round_counts", "seed_from_model", "SEEDING_FILE"]
 
 SEEDING_FILE = "seeding.json"
+#: the repeats of a pooled task in other words, each counted apart (`new_work`)
+_OTHER_WORDS = {"repeat:renamed": "renamed", "repeat:behaviour": "alike"}
 
 
 def seed_from_model(
@@ -87,12 +89,12 @@ def round_counts(stored) -> dict[str, float]:
     """A round's metrics: its proposals, the valid ones, the tasks they added, and every valid
     proposal that added nothing, by why (`seed/<kind>`). The rounds share step 0, so the store
     stage takes a task an earlier round pooled for the step's own (as it must for a round run
-    again) and does not call it a repeat: here it is one. A renamed repeat is counted apart
-    from the exact ones (`seed/renamed`)."""
+    again) and does not call it a repeat: here it is one. Repeats in other words are counted
+    apart from the exact ones: renamed (`seed/renamed`) or behaving alike (`seed/alike`)."""
     valid = [s for s in stored if s.validated.task is not None]
     added = sum(1 for s in valid if s.added and not s.no_new_work)
     reasons = Counter(
-        "renamed" if s.no_new_work == "repeat:renamed" else s.no_new_work_kind or "repeat"
+        _OTHER_WORDS.get(s.no_new_work, s.no_new_work_kind or "repeat")
         for s in valid
         if s.no_new_work or not s.added
     )

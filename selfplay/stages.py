@@ -11,9 +11,9 @@ validate  Validated   the executor checks each proposal (a math task's `f()` mus
                       valid one carries its `Task`
 store     Stored      valid tasks enter the pool (duplicates keep their existing id); a task
                       the pool held is a repeat; a copy of a reference shown, a trivial task,
-                      a benchmark's program, a pooled task with its variables renamed and an
-                      induction task that adds nothing on its program stay out of the pool;
-                      each is no new work
+                      a benchmark's program, a pooled task with its variables renamed or its
+                      program's behaviour, and an induction task that adds nothing on its
+                      program stay out of the pool; each is no new work
 sample    SolverBatch a frontier batch for the solver is drawn from the pool
 solve     Attempted   the model answers each new valid task `attempts` times (to estimate its
                       solve rate) and each frontier task `solver_samples` times (to train on)
@@ -212,8 +212,9 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     (`selfplay.trivial`: copying answers it, or its output does not move with its input; with
     `curriculum.refuse_stock_inputs` an abduction task a stock input solves), which teaches the
     solver to copy rather than to trace (docs/results.md); a pooled task again with its
-    program's variables renamed (`new_work.renamed_repeats`); and an induction task that adds
-    nothing on its program (`new_work.induction_repeats`). An abduction task that enters is
+    program's variables renamed, or with a program that behaves as its program does
+    (`new_work.renamed_repeats`, `behaviour_repeats`); and an induction task that adds nothing
+    on its program (`new_work.induction_repeats`). An abduction task that enters is
     marked with whether a stock input solves it (`new_work.guessable`, for
     `curriculum.guessable_weight`)."""
     kept_out = new_work.kept_out(run, validated, step)
@@ -227,7 +228,7 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
         records = [verification_record(v.verdicts, run.executor.isolation) for v in fresh]
         tasks = [v.task for v in fresh]
         guessable = new_work.guessable(run, tasks)
-        keys = [new_work.canonical_key(t) for t in tasks]
+        keys = new_work.task_keys(tasks)
         result = run.store.add_tasks(tasks, provenance, records, guessable, keys)
         placed = zip(result.ids, result.added, new_work.duplicates(run, result, step), strict=True)
     stored = []

@@ -82,8 +82,10 @@ def step_metrics(
     kinds = [s.no_new_work_kind for s, _ in valid]
     for kind in NO_NEW_WORK:
         m[f"propose/{kind}_share"] = kinds.count(kind) / len(kinds) if kinds else float("nan")
-    # of the repeats, those of a pooled task with its variables renamed (`new_work`)
+    # of the repeats, a pooled task's with its variables renamed, or with a program that
+    # behaves alike (`new_work`)
     m["propose/renamed_share"] = _rate(valid, lambda pair: pair[0].no_new_work == "repeat:renamed")
+    m["propose/alike_share"] = _rate(valid, lambda pair: pair[0].no_new_work == "repeat:behaviour")
     m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
     m.update(_program_shape([s for s, _ in valid]))
     m["reward/rollouts"] = float(len(rollouts))

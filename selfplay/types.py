@@ -194,10 +194,11 @@ class Validated:
 
 #: Why a valid proposal is no new work (`Stored.no_new_work`): its task was in the pool before
 #: this step or an earlier proposal of the step made it, or it is such a task with its
-#: program's variables renamed, or an induction task that adds nothing on its program
-#: (`repeat`, `repeat:<why>`), its program copies a reference shown in its prompt (`copy`) or
-#: behaves as it does (`copy:behaviour`), it is trivial (`trivial:<why>`, see
-#: `selfplay.trivial`), or it reproduces a benchmark program (`contaminated:<benchmark>`).
+#: program's variables renamed or with a program that behaves as its does, or an induction
+#: task that adds nothing on its program (`repeat`, `repeat:<why>`); its program copies a
+#: reference shown in its prompt (`copy`) or behaves as it does (`copy:behaviour`); it is
+#: trivial (`trivial:<why>`, see `selfplay.trivial`); or it reproduces a benchmark program
+#: (`contaminated:<benchmark>`).
 NO_NEW_WORK = ("repeat", "copy", "trivial", "contaminated")
 
 

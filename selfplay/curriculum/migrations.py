@@ -20,9 +20,10 @@ History:
   3  `tasks.guessable`: whether a stock input solves an abduction task, which
      `curriculum.guessable_weight` draws less often (NULL for the tasks of older pools: not
      judged, until a run opens the pool, `TaskStore.judge_guessable`)
-  4  `tasks.canonical` and its index: the task's hash with its program in canonical text, to
-     find a proposal that renames a pooled task's variables (NULL for the tasks of older pools
-     until the store first looks one up, `TaskStore.canonical_tasks`)
+  4  `tasks.canonical` and `tasks.io`, each with its index: the task's hash with its program in
+     canonical text, and without its program, to find a proposal that renames a pooled task's
+     variables or behaves as its program does (NULL for the tasks of older pools until the
+     store first looks one up, `TaskStore.keyed_tasks`)
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.
@@ -55,8 +56,9 @@ def _v2_to_v3(conn: Connection) -> None:
 
 
 def _v3_to_v4(conn: Connection) -> None:
-    conn.execute(text("ALTER TABLE tasks ADD COLUMN canonical VARCHAR(32)"))
-    conn.execute(text("CREATE INDEX ix_tasks_run_canonical ON tasks (run_id, canonical)"))
+    for column in ("canonical", "io"):
+        conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {column} VARCHAR(32)"))
+        conn.execute(text(f"CREATE INDEX ix_tasks_run_{column} ON tasks (run_id, {column})"))
 
 
 #: version -> the step that migrates a database from it to version + 1

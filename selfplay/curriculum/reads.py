@@ -158,20 +158,23 @@ def abilities(
     return fitted, recorded
 
 
-def canonical_tasks(
-    engine, run_id: int, keys: Sequence[str], up_to_step: int
-) -> dict[str, list[tuple[int, str]]]:
-    """Per canonical key, the (id, content hash) of the run's tasks with it that entered the
-    pool at step `up_to_step` or before (an empty list for a key with none)."""
-    found: dict[str, list[tuple[int, str]]] = {k: [] for k in keys}
-    query = select(TaskRow.canonical, TaskRow.id, TaskRow.hash).where(
+def keyed_tasks(
+    engine, run_id: int, column: str, keys: Sequence[str], up_to_step: int
+) -> dict[str, list[tuple[int, str, str]]]:
+    """Per key in `column` (one of `KEY_COLUMNS`), the (id, content hash, program) of the
+    run's tasks with it that entered the pool at step `up_to_step` or before (an empty list for
+    a key with none)."""
+    found: dict[str, list[tuple[int, str, str]]] = {k: [] for k in keys}
+    target = getattr(TaskRow, column)
+    query = select(target, TaskRow.id, TaskRow.hash, TaskRow.program).where(
         TaskRow.run_id == run_id, TaskRow.step <= up_to_step
     )
     with database.read(engine) as s:
         for chunk in chunks(sorted(found)):
-            rows = s.execute(query.where(among(s, TaskRow.canonical, chunk, String)))
-            for key, task_id, digest in rows:
-                found[key].append((task_id, digest))
+            for key, task_id, digest, program in s.execute(
+                query.where(among(s, target, chunk, String)).order_by(TaskRow.id)
+            ):
+                found[key].append((task_id, digest, program))
     return found
 
 

@@ -38,6 +38,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SCHEMA_VERSION = 4
+#: the task keys other than `hash` (`TaskStore.keyed_tasks`), each an indexed column
+KEY_COLUMNS = ("canonical", "io")
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of its rowid (fast, autoincrementing) for the
 # exact type INTEGER; PostgreSQL gets BIGINT so a long run never runs out of ids.
@@ -74,6 +76,7 @@ class TaskRow(Base):
         # or difficulty go through the store's in-memory columns instead.
         UniqueConstraint("run_id", "hash", name="uq_tasks_run_hash"),
         Index("ix_tasks_run_canonical", "run_id", "canonical"),
+        Index("ix_tasks_run_io", "run_id", "io"),
     )
 
     id: Mapped[int] = mapped_column(Id, primary_key=True)
@@ -82,8 +85,11 @@ class TaskRow(Base):
     # the same hash of the task with its program in canonical text (names a program binds
     # renamed, comments and layout dropped: `new_work.canonical_key`), so that a proposal that
     # renames a pooled task's variables is found a repeat; NULL until computed (tasks added
-    # without one, an older pool's: `TaskStore.canonical_tasks` fills them)
+    # without one, an older pool's: `TaskStore.keyed_tasks` fills them)
     canonical: Mapped[str | None] = mapped_column(String(32), default=None)
+    # the same hash of the task without its program (type, inputs, outputs, message:
+    # `new_work.io_key`), to find the pooled tasks a proposal may behave as
+    io: Mapped[str | None] = mapped_column(String(32), default=None)
     type: Mapped[str] = mapped_column(String(16))
     program: Mapped[str] = mapped_column(Text)
     inputs: Mapped[list] = mapped_column(JSON)

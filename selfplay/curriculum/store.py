@@ -28,7 +28,7 @@ the trajectories it judges (`trajectories.py`) and applies its verdict.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from selfplay.curriculum.records import (
     SolverBatch,
     TaskAttempts,
 )
+from selfplay.curriculum.schema import KEY_COLUMNS
 from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
 from selfplay.types import TASK_TYPES, Task, TaskType
 
@@ -204,27 +205,32 @@ class TaskStore:
         provenance: Provenance | Sequence[Provenance],
         verifications: Sequence[dict | None] | dict | None = None,
         guessable: Sequence[bool | None] | None = None,
-        canonical: Sequence[str | None] | None = None,
+        keys: Mapping[str, Sequence[str | None]] | None = None,
     ) -> AddResult:
         """Add validated tasks; a task already in the run (same content hash) is not added
         again, and its existing id is returned. One provenance for all, or one per task;
         `guessable`, per task, whether a stock input solves it (None: not judged, the default;
-        `curriculum.guessable_weight`); `canonical`, per task, its canonical key
-        (`new_work.canonical_key`; None: computed when `canonical_tasks` first needs it)."""
+        `curriculum.guessable_weight`); `keys`, per column of `KEY_COLUMNS`, each task's key
+        (`new_work.task_keys`; None, or a column left out: computed when `keyed_tasks` first
+        needs it)."""
         if isinstance(provenance, Provenance):
             provenance = [provenance] * len(tasks)
         if verifications is None or isinstance(verifications, dict):
             verifications = [verifications] * len(tasks)
         marks = [None] * len(tasks) if guessable is None else guessable
         guessable = [None if g is None else bool(g) for g in marks]  # not numpy's bool
-        canonical = [None] * len(tasks) if canonical is None else list(canonical)
-        if len({len(x) for x in (tasks, provenance, verifications, guessable, canonical)}) > 1:
-            raise ValueError("tasks, provenance, verifications, guessable, canonical: unequal")
+        keys = keys or {}
+        if unknown := set(keys) - set(KEY_COLUMNS):
+            raise ValueError(f"no task key {sorted(unknown)}: the keys are {KEY_COLUMNS}")
+        given = [list(keys.get(c, [None] * len(tasks))) for c in KEY_COLUMNS]
+        if len({len(x) for x in (tasks, provenance, verifications, guessable, *given)}) > 1:
+            raise ValueError("tasks, provenance, verifications, guessable, keys: unequal")
+        rows = [dict(zip(KEY_COLUMNS, k, strict=True)) for k in zip(*given, strict=True)]
         for prov in provenance:
             if prov.references:
                 self._index.positions(prov.references)  # KeyError: not a task of this run
         result, appended = writes.add_tasks(
-            self._engine, self._run_id, tasks, provenance, verifications, guessable, canonical
+            self._engine, self._run_id, tasks, provenance, verifications, guessable, rows
         )
         self._index.append(appended)
         self._p_cache = None
@@ -469,19 +475,17 @@ class TaskStore:
         self, programs: Sequence[str], before_step: int
     ) -> dict[str, list[frozenset[str]]]:
         """Per program text, the input sets of the induction tasks on it that entered the pool
-        before step `before_step` (those of the step itself or later ones are left out). Reads
-        the database: programs are not in the in-memory index."""
+        before step `before_step` (those of the step itself or later ones are left out)."""
         return reads.induction_inputs(self._engine, self._run_id, programs, before_step)
 
-    def canonical_tasks(
-        self, keys: Sequence[str], up_to_step: int, key: Callable[[Task], str]
-    ) -> dict[str, list[tuple[int, str]]]:
-        """Per canonical key, the (id, content hash) of the tasks with it that entered the pool
-        at step `up_to_step` or before; tasks added without a key (imported, seeded, an older
-        pool's) get `key(task)` first, once."""
-        if writes.fill_canonical(self._engine, self._run_id, key):
+    def keyed_tasks(
+        self, column: str, keys: Sequence[str], up_to_step: int, key: Callable[[Task], str]
+    ) -> dict[str, list[tuple[int, str, str]]]:
+        """Per key in `column` (`KEY_COLUMNS`), the (id, hash, program) of the tasks with it
+        of step `up_to_step` or before; tasks without that key get `key(task)` first, once."""
+        if writes.fill_keys(self._engine, self._run_id, column, key):
             self._wrote()
-        return reads.canonical_tasks(self._engine, self._run_id, keys, up_to_step)
+        return reads.keyed_tasks(self._engine, self._run_id, column, keys, up_to_step)
 
     def stats(self, step: int | None = None, growth: bool = True, programs: bool = False):
         """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).

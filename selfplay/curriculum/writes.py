@@ -106,7 +106,7 @@ def rename_run(engine, old: str, new: str) -> None:
 
 
 def _row(
-    run_id: int, task: Task, digest: str, prov: Provenance, verification, guessable, canonical
+    run_id: int, task: Task, digest: str, prov: Provenance, verification, guessable, keys: dict
 ) -> dict:
     if prov.origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, not {prov.origin!r}")
@@ -128,16 +128,16 @@ def _row(
         "model_version": prov.model_version,
         "verification": None if verification is None else json.dumps(verification),
         "guessable": guessable,
-        "canonical": canonical,
+        **keys,
     }
 
 
 def add_tasks(
-    engine, run_id: int, tasks, provenance, verifications, guessable, canonical
+    engine, run_id: int, tasks, provenance, verifications, guessable, keys: list[dict]
 ) -> tuple[AddResult, dict[str, np.ndarray]]:
     """Insert the tasks not yet in the run; returns the result and the index rows to append.
-    A task already in the run keeps the `guessable` judgement and `canonical` key it was added
-    with."""
+    A task already in the run keeps the `guessable` judgement and the keys (`KEY_COLUMNS`) it
+    was added with."""
     hashes = [content_hash(t) for t in tasks]
     first: dict[str, int] = {}
     for i, digest in enumerate(hashes):
@@ -158,7 +158,7 @@ def add_tasks(
                 provenance[i],
                 verifications[i],
                 guessable[i],
-                canonical[i],
+                keys[i],
             )
             for i in new
         ]
@@ -208,12 +208,13 @@ def judge_guessable(engine, run_id: int, judge) -> int:
     return len(rows)
 
 
-def fill_canonical(engine, run_id: int, key) -> int:
-    """Give the run's tasks without a `canonical` key (added without one, or an older pool's)
-    `key(task)`; returns how many. Read and written a chunk at a time, each chunk's keys one
-    transaction: stopped midway, the next call fills the rest."""
+def fill_keys(engine, run_id: int, column: str, key) -> int:
+    """Give the run's tasks without a key in `column` (one of `KEY_COLUMNS`; added without
+    one, or an older pool's) `key(task)`; returns how many. Read and written a chunk at a time,
+    each chunk's keys one transaction: stopped midway, the next call fills the rest."""
+    target = getattr(TaskRow, column)
     columns = (TaskRow.type, TaskRow.program, TaskRow.inputs, TaskRow.outputs, TaskRow.message)
-    missing = select(TaskRow.id).where(TaskRow.run_id == run_id, TaskRow.canonical.is_(None))
+    missing = select(TaskRow.id).where(TaskRow.run_id == run_id, target.is_(None))
     with database.read(engine) as s:
         ids = s.scalars(missing.order_by(TaskRow.id)).all()
     fill = update(TaskRow).where(TaskRow.id == bindparam("task_id"))
@@ -227,7 +228,7 @@ def fill_canonical(engine, run_id: int, key) -> int:
         ]
         if keys:  # none where another process deleted them meanwhile
             with database.write(engine) as s:
-                s.connection().execute(fill.values(canonical=bindparam("key")), keys)
+                s.connection().execute(fill.values({column: bindparam("key")}), keys)
     return len(ids)
 
 

@@ -42,7 +42,7 @@ from selfplay.curriculum.records import Provenance, verification_record
 from selfplay.datasets import seeds
 from selfplay.datasets.candidates import Candidate, MathCandidate, Reject
 from selfplay.executor import values
-from selfplay.new_work import canonical_key
+from selfplay.new_work import task_keys
 from selfplay.trivial import stock_solves
 from selfplay.types import Task, Verdict
 
@@ -258,7 +258,7 @@ def _import_batch(store, executor, batch: list[Candidate], report: ImportReport)
         # abduction tasks enter judged for stock inputs, as a run's own do (`new_work.guessable`)
         solves = stock_solves(executor, tasks)
         marks = [s if t.type == "abduction" else None for t, s in zip(tasks, solves, strict=True)]
-        keys = [canonical_key(t) for t in tasks]  # to find a proposal that renames one
+        keys = task_keys(tasks)  # to find a proposal that repeats one in other words
         result = store.add_tasks(tasks, provenance, checks, marks, keys)
         report.added += result.n_added
         report.duplicates += result.n_duplicates

@@ -16,7 +16,7 @@ from pool_helpers import task
 from selfplay.curriculum import Provenance, TaskStore
 from selfplay.curriculum.database import StoreError, resolve_url
 from selfplay.curriculum.schema import SCHEMA_VERSION
-from selfplay.new_work import canonical_key
+from selfplay.new_work import canonical_key, io_key
 from selfplay.types import Task
 
 WRITER = textwrap.dedent("""
@@ -118,16 +118,18 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
         store.add_tasks([task(1)], Provenance())  # and the migrated pool takes new tasks
         # an older task has no canonical key until one is looked up; then it has, once
         [old] = store.get([1])
-        assert store.canonical_tasks([canonical_key(old.task)], 0, canonical_key) == {
-            canonical_key(old.task): [(1, "h1")]
+        key = canonical_key(old.task)
+        assert store.keyed_tasks("canonical", [key], 0, canonical_key) == {
+            key: [(1, "h1", old.task.program)]
         }
-        assert store.canonical_tasks(["none"], 0, lambda t: 1 / 0) == {"none": []}
+        assert store.keyed_tasks("canonical", ["none"], 0, lambda t: 1 / 0) == {"none": []}
+        assert store.keyed_tasks("io", [io_key(old.task)], 0, io_key)[io_key(old.task)][0][0] == 1
     with _engine(store_url).connect() as conn:
         version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
         columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
-        keys = conn.exec_driver_sql("SELECT canonical FROM tasks ORDER BY id").scalars().all()
+        keys = conn.exec_driver_sql("SELECT canonical, io FROM tasks ORDER BY id").all()
     assert version == str(SCHEMA_VERSION) and "succ" not in columns and "guessable" in columns
-    assert keys == [canonical_key(old.task), canonical_key(task(1))]
+    assert keys == [(canonical_key(t), io_key(t)) for t in (old.task, task(1))]
 
 
 def _abduction(task_id: int, given: str, output: str) -> str:

@@ -16,7 +16,6 @@ import sqlalchemy as sa
 from selfplay import stages
 from selfplay.curriculum.schema import TaskRow
 from selfplay.distributed import Ranks
-from selfplay.new_work import canonical_key
 from selfplay.proposer.induction import induction_programs
 from selfplay.types import Proposal, Proposed, Task
 from tests.stages.scripted import (
@@ -288,42 +287,6 @@ def test_a_task_twice_in_a_step_is_new_once_also_when_the_step_is_replayed(make_
     rates = (0.5, 0.5)
     rollouts = stages.reward(run, first, rates, (), 3)
     assert [r.reward for r in rollouts] == [0.5, 0.0]  # reward.proposer_duplicate=0
-
-
-def test_a_pooled_task_again_with_its_variables_renamed_is_a_repeat(make_run):
-    """`n * n` on 2 is `x * x` on 2 again: the renamed task stays out of the pool
-    (`repeat:renamed`), whether the pool held it (added without a canonical key, as an older
-    pool's task, which gets one when first looked up) or an earlier proposal of the step made
-    it; on another input or as another type it is new work; the pooled task itself is an exact
-    repeat. A replayed step judges as the lost run did; a later step's task does not count."""
-    square = "def f(x):\n    y = x * x\n    return y"
-    pooled = Task("deduction", square, ("2",), ("4",), cpu_s=1e-4)
-    run, seed_id = make_run(["selfplay.solver_tasks=1"], more=[pooled])
-    renamed = "def f(n):\n    m = n * n  # the square\n    return m"
-    again = "def f(k):\n\n    j = k * k\n    return j\n"
-    proposals = (
-        proposed(0, "deduction", renamed, "2", [seed_id]),  # the pooled task, renamed
-        proposed(1, "deduction", renamed, "3", [seed_id]),  # on another input: new work
-        proposed(2, "deduction", square, "2", [seed_id]),  # the pooled task itself
-        proposed(3, "deduction", again, "3", [seed_id]),  # proposal 1's task, renamed
-        proposed(4, "abduction", again, "2", [seed_id]),  # another type: new work
-    )
-    validated = stages.validate(run, proposals)
-    stored = stages.store_tasks(run, validated, 1)
-    why = ["repeat:renamed", "", "repeat", "repeat:renamed", ""]
-    assert [s.no_new_work for s in stored] == why
-    assert [s.added for s in stored] == [False, True, False, False, True]
-    assert len(run.store) == 4  # the seed, the square on 2, on 3, and its abduction
-    replayed = stages.store_tasks(run, validated, 1)  # a resumed run replays step 1
-    assert [s.no_new_work for s in replayed] == why
-    assert [s.task_id for s in replayed] == [s.task_id for s in stored]
-    key = canonical_key(validated[1].task)
-    assert run.store.canonical_tasks([key], 0, canonical_key) == {key: []}  # step 1's
-    assert [i for i, _ in run.store.canonical_tasks([key], 1, canonical_key)[key]] == [
-        stored[1].task_id
-    ]
-    _, _, _, metrics = one_step(run, proposals[:2], step=2)  # now each is a repeat
-    assert metrics["propose/repeat_share"] == 1.0 and metrics["propose/renamed_share"] == 0.5
 
 
 def _induction(group: int, inputs: tuple[str, ...], message: str) -> Proposed:

@@ -115,15 +115,17 @@ def test_a_seeding_round_counts_every_valid_proposal_once():
         stored(),  # pooled by an earlier round: not added, not marked
         stored("repeat"),  # twice in the round
         stored("repeat:renamed"),
+        stored("repeat:behaviour"),
         stored("copy"),
         stored(valid=False),
     ]
     assert round_counts(rows) == {
-        "seed/proposals": 6.0,
-        "seed/valid": 5.0,
+        "seed/proposals": 7.0,
+        "seed/valid": 6.0,
         "seed/added": 1.0,
         "seed/copy": 1.0,
         "seed/renamed": 1.0,
+        "seed/alike": 1.0,
         "seed/repeat": 2.0,
     }
 
