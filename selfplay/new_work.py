@@ -39,6 +39,8 @@ __all__ = [
     "task_keys",
 ]
 
+#: pooled programs a proposal is run against for `behaviour_repeats`, per input and output
+_ALIKE_CAP = 8
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
 _LIMITS = frozenset({"timeout", "memory", "crash:worker"})
 
@@ -115,7 +117,7 @@ def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     why: dict[int, str] = {}
     for k, task in tasks.items():
         digest, seen = content_hash(task), held.setdefault(keys[k], set())
-        if seen - {digest}:
+        if digest not in seen and seen:
             why[k] = "repeat:renamed"
         else:
             seen.add(digest)
@@ -129,19 +131,23 @@ def behaviour_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     `behaviour_copies` judges against a prompt's references (`repeat:behaviour`). A variant of a
     pooled program that the prompt did not show (`x ** 2` for a pooled `x * x`, a branch
     reordered) asks the solver to trace the same computation on the same input again. Tasks of
-    the step itself count from the pool as in `renamed_repeats`: a task is never compared with
-    its own program."""
+    the step itself count from the pool as in `renamed_repeats`: an exact repeat is left to the
+    store. The oldest `_ALIKE_CAP` pooled tasks of an input and output are compared, one per
+    canonical program, so a step's sandbox work does not grow with the pool."""
     written = {k: t for k, t in tasks.items() if t.type in WRITTEN_TYPES}
     if not written:
         return {}
     keys = {k: io_key(task) for k, task in written.items()}
     pooled = run.store.keyed_tasks("io", sorted(set(keys.values())), step, io_key)
-    held = {key: [program for _, _, program in found] for key, found in pooled.items()}
+    # the oldest pooled tasks of a key (a replayed step's own come last), as (hash, program)
+    held = {key: [row[1:] for row in found[:_ALIKE_CAP]] for key, found in pooled.items()}
     others = {}
     for k, task in written.items():
-        programs = held[keys[k]]
-        others[k] = (task, [p for p in dict.fromkeys(programs) if p != task.program])
-        programs.append(task.program)
+        digest, rows = content_hash(task), held[keys[k]]
+        if all(h != digest for h, _ in rows):  # an exact repeat is the store's (`duplicates`)
+            shapes = {canonical_program(p): p for _, p in rows}  # one per program in other words
+            others[k] = (task, [p for p in shapes.values() if p != task.program])
+            rows.append((digest, task.program))
     return dict.fromkeys(behaves_as(run, others), "repeat:behaviour")
 
 

@@ -205,18 +205,11 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     """The valid tasks into the pool; each proposal with its task's pool id and why it is no
     new work, if it is not (see `Stored`).
 
-    Five kinds stay out of the pool (`new_work.kept_out`): a copy of a reference shown in its
-    prompt (copies of the seed would otherwise become the next step's references and solver
-    tasks, and the pool would never leave the seed, as in a zero-data run of docs/results.md);
-    a benchmark's program (`run.benchmarks`); unless `curriculum.keep_trivial`, a trivial task
-    (`selfplay.trivial`: copying answers it, or its output does not move with its input; with
-    `curriculum.refuse_stock_inputs` an abduction task a stock input solves), which teaches the
-    solver to copy rather than to trace (docs/results.md); a pooled task again with its
-    program's variables renamed, or with a program that behaves as its program does
-    (`new_work.renamed_repeats`, `behaviour_repeats`); and an induction task that adds nothing
-    on its program (`new_work.induction_repeats`). An abduction task that enters is
-    marked with whether a stock input solves it (`new_work.guessable`, for
-    `curriculum.guessable_weight`)."""
+    What stays out of the pool is `new_work.kept_out`'s: copies of a reference shown (else
+    the pool never leaves the seed: docs/results.md), benchmarks' programs, trivial tasks
+    (which teach the solver to copy rather than trace), pooled tasks again in other words and
+    induction tasks that add nothing. An abduction task that enters is marked with whether a
+    stock input solves it (`new_work.guessable`, for `curriculum.guessable_weight`)."""
     kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())

@@ -233,7 +233,7 @@ def _import_math_batch(store, checker, batch: list[MathCandidate], report: Impor
         provenance.append(Provenance(origin, 0, "", report.file, cand.source_id))
         checks.append(verification_record([verdict], {"checker": "math-verify"}))
     if tasks:
-        result = store.add_tasks(tasks, provenance, checks)
+        result = store.add_tasks(tasks, provenance, checks, keys=task_keys(tasks))
         report.added += result.n_added
         report.duplicates += result.n_duplicates
         report.by_type.update(t.type for t in tasks)
