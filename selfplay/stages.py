@@ -266,7 +266,7 @@ def solve(run: Run, stored: tuple[Stored, ...], batch, step: int) -> tuple[Attem
         for part, (stop, tasks) in enumerate(by_stop.items()):
             # the first call keeps the stage's seed (a step without math generates as before)
             seed = derive_seed(cfg.run.seed, step, stage, part) if part else _seed(run, step, stage)
-            params = sampling(cfg.generation, n=n, seed=seed, stop=stop)
+            params = sampling(cfg.generation, n=n, seed=seed, stop=stop, role="solve")
             kinds, asked_in = [t.type for _, t, _ in tasks], [layout for *_, layout in tasks]
             params = replace(params, regex=answer_regexes(cfg, kinds, asked_in))
             group = _attempt(run, tasks, purpose, params, attempted, group, step)
@@ -466,6 +466,7 @@ def update(run: Run, rollouts: tuple[Rollout, ...], step: int) -> dict[str, floa
             pad_id=run.pad_id,
             reference=run.reference,
             temperature=run.config.generation.temperature,
+            solve_temperature=run.config.generation.temperature_of("solve"),
             seed=_seed(run, step, _UPDATE_STAGE),
             share=run.ranks,
         )

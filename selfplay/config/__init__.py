@@ -246,6 +246,11 @@ class GenerationConfig(Checked):
     temperature: float = knob(
         1.0, "sampling temperature (1 samples the policy itself; SmolLM2-135M does better at 0.7)"
     )
+    solve_temperature: float = knob(
+        -1.0,
+        "the solver's own sampling temperature: its answers are sampled and trained at it, "
+        "the proposals at `temperature` (-1: `temperature` for both roles)",
+    )
     top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
     constrained_proposals: bool = knob(
@@ -268,6 +273,14 @@ class GenerationConfig(Checked):
         positive(self, "max_new_tokens")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
+        if self.solve_temperature < 0 and self.solve_temperature != -1:
+            raise ConfigError("generation.solve_temperature must be >= 0, or -1 (`temperature`)")
+
+    def temperature_of(self, role: str) -> float:
+        """The temperature `role` ("propose" or "solve") samples and is trained at."""
+        if role == "solve" and self.solve_temperature != -1:
+            return self.solve_temperature
+        return self.temperature
 
 
 @dataclass(frozen=True)

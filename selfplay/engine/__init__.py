@@ -47,12 +47,14 @@ __all__ = [
 ]
 
 
-def sampling(generation, n: int, seed: int | None = None, stop=()) -> SamplingParams:
+def sampling(
+    generation, n: int, seed: int | None = None, stop=(), role: str = "propose"
+) -> SamplingParams:
     """`SamplingParams` from a `GenerationConfig`, with `n` samples per prompt (each stage
-    has its own count)."""
+    has its own count), at `role`'s temperature (`generation.solve_temperature`)."""
     return SamplingParams(
         n=n,
-        temperature=generation.temperature,
+        temperature=generation.temperature_of(role),
         top_p=generation.top_p,
         max_tokens=generation.max_new_tokens,
         stop=tuple(stop),

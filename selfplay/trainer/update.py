@@ -183,12 +183,17 @@ def attention_of(model) -> str:
 
 
 def token_logprobs(
-    model, batch: MicroBatch, temperature: float = 1.0, entropy_grad: bool = False
+    model,
+    batch: MicroBatch,
+    temperature: float = 1.0,
+    entropy_grad: bool = False,
+    solve_temperature: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probability of each target token, entropy of its position's distribution), on
     the (B, C) grid, under softmax(logits / temperature); temperature 0 (greedy sampling)
-    scores the model's own. The entropy carries a gradient with `entropy_grad` (an entropy
-    bonus in the loss), and is detached otherwise."""
+    scores the model's own. A solver's rollout is scored at `solve_temperature` where given
+    (a row holds one prompt's completions, so one role's). The entropy carries a gradient
+    with `entropy_grad` (an entropy bonus in the loss), and is detached otherwise."""
     out = model(
         input_ids=batch.input_ids,
         attention_mask=batch.attention_mask,
@@ -196,7 +201,9 @@ def token_logprobs(
         logits_to_keep=batch.keep,
     )
     logits = out.logits.float()
-    if temperature > 0 and temperature != 1:
+    if solve_temperature is not None and solve_temperature != temperature:
+        logits = logits / _row_temperatures(batch, temperature, solve_temperature, logits)
+    elif temperature > 0 and temperature != 1:
         logits = logits / temperature
     logp_all = torch.log_softmax(logits, dim=-1)  # (R, keep, V)
     rows = batch.row.unsqueeze(-1).expand_as(batch.source)
@@ -204,6 +211,14 @@ def token_logprobs(
     with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = _Entropy.apply(logp_all)[rows, batch.source]
     return logp, entropy
+
+
+def _row_temperatures(batch: MicroBatch, propose: float, solve: float, logits) -> torch.Tensor:
+    """(R, 1, 1): each row's temperature, its role's (0, greedy, scores at 1)."""
+    proposal = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+    proposal[batch.row] = batch.proposal.to(device=logits.device, dtype=torch.bool)
+    t = torch.where(proposal, propose or 1.0, solve or 1.0).to(logits.dtype)
+    return t.view(-1, 1, 1)
 
 
 class _Entropy(torch.autograd.Function):
@@ -265,6 +280,7 @@ def policy_update(
     temperature: float = 1.0,
     seed: int = 0,
     share: Ranks | None = None,
+    solve_temperature: float | None = None,
 ) -> dict[str, float]:
     """Train on `rollouts`, each with its advantage; returns statistics averaged over the
     optimizer steps taken (`kl_ref`: the mean KL per token over the whole update).
@@ -274,7 +290,8 @@ def policy_update(
     batching (`micro_batch`, `mini_batches`, `ppo_epochs`), the gradient clip `max_grad_norm`
     and the loss's settings (`loss.policy_loss`); `pad_id` pads rows. `reference` is the
     frozen model of the KL term (needed when `config.kl_coef > 0`). `temperature` is the one
-    the rollouts were sampled at; `seed` draws the mini-batches.
+    the rollouts were sampled at (the solver's at `solve_temperature`, where given); `seed`
+    draws the mini-batches.
 
     With several processes every rank passes the whole step's rollouts and its `share`
     (`selfplay.distributed.Ranks`): mini-batches are cut the same way on every rank (same
@@ -317,8 +334,8 @@ def policy_update(
             sync = k == len(mini.micro) - 1  # DDP averages gradients on the last micro-batch
             with contextlib.nullcontext() if sync else accelerator.no_sync(model):
                 loss, loss_stats, entropy = _backward(
-                    accelerator, model, reference, batch, config, temperature,
-                    mini.denominators[k], share.world_size,
+                    accelerator, model, reference, batch, config,
+                    (temperature, solve_temperature), mini.denominators[k], share.world_size,
                 )  # fmt: skip
             stats.micro_batch(loss, loss_stats, entropy, batch, len(mini.micro), bool(indices))
         grad_norms = _clip(accelerator, model, unwrapped, config.max_grad_norm, by_role)
@@ -403,14 +420,15 @@ def _micro_batch(rollouts, indices, pad_id, config, attention) -> MicroBatch:
     return collate(rows, advantages, pad_id, config.share_prompts, attention, kl_weights)
 
 
-def _backward(accelerator, model, reference, batch, config, temperature, denominator, world):
+def _backward(accelerator, model, reference, batch, config, temperatures, denominator, world):
     """One micro-batch's loss, backpropagated (scaled by the world size, as DDP averages):
-    (loss, statistics, per-token entropy)."""
+    (loss, statistics, per-token entropy). `temperatures`: (the proposer's, the solver's)."""
+    propose, solve = temperatures
     ref_logp = None
     if config.kl_coef > 0:
         with torch.no_grad():
-            ref_logp, _ = token_logprobs(reference, batch, temperature)
-    logp, entropy = token_logprobs(model, batch, temperature, config.entropy_coef > 0)
+            ref_logp, _ = token_logprobs(reference, batch, propose, solve_temperature=solve)
+    logp, entropy = token_logprobs(model, batch, propose, config.entropy_coef > 0, solve)
     loss, stats = policy_loss(
         logp,
         batch.old_logp,

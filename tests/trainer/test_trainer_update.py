@@ -440,3 +440,37 @@ def test_the_proposers_kl_weight_scales_its_kl_term_alone(aggregation):
     proposals = steps[1.0] - steps[0.0]
     assert proposals.abs().max() > 1e-6
     assert torch.allclose(steps[3.0], steps[0.0] + 3 * proposals, atol=1e-6)
+
+
+def test_each_role_is_scored_at_its_own_temperature_in_one_batch():
+    """`generation.solve_temperature`: a micro-batch mixing both roles scores the proposer's
+    rows at the proposer's temperature and the solver's at the solver's, each exactly what a
+    batch of that role alone gives; at one temperature for both it is the old scoring."""
+    model = tiny_model()
+    propose = Rollout("propose", "deduction", 0, (5, 6, 7), (8, 9), (-1.0, -1.0), 1.0)
+    solve = Rollout("solve", "deduction", 1, (4, 3), (1, 2, 3), (-1.0,) * 3, 1.0)
+    mixed = collate([propose, solve], [1.0, 1.0], pad_id=0)
+    with torch.no_grad():
+        both, _ = token_logprobs(model, mixed, 1.0, solve_temperature=0.4)
+        alone_p, _ = token_logprobs(model, collate([propose], [1.0], pad_id=0), 1.0)
+        alone_s, _ = token_logprobs(model, collate([solve], [1.0], pad_id=0), 0.4)
+        same, _ = token_logprobs(model, mixed, 0.7, solve_temperature=0.7)
+        old, _ = token_logprobs(model, mixed, 0.7)
+    assert torch.allclose(both[0, :2], alone_p[0, :2], atol=1e-5)
+    assert torch.allclose(both[1, :3], alone_s[0, :3], atol=1e-5)
+    assert not torch.allclose(both[1, :3], token_logprobs(model, mixed)[0][1, :3].detach())
+    assert torch.equal(same, old)
+
+
+def test_sampling_takes_each_roles_temperature():
+    from selfplay.config import ConfigError, GenerationConfig
+    from selfplay.engine import sampling
+
+    both = GenerationConfig(temperature=0.8)
+    assert sampling(both, 2, role="solve").temperature == 0.8
+    own = GenerationConfig(temperature=0.8, solve_temperature=0.3)
+    assert sampling(own, 2).temperature == 0.8  # proposals
+    assert sampling(own, 2, role="solve").temperature == 0.3
+    assert sampling(GenerationConfig(solve_temperature=0), 2, role="solve").temperature == 0
+    with pytest.raises(ConfigError, match="solve_temperature"):
+        GenerationConfig(solve_temperature=-0.5)
