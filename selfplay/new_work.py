@@ -27,6 +27,7 @@ from selfplay.trivial import MIN_PROBES, probe_inputs, stock_solves, trivial_rea
 from selfplay.types import WRITTEN_TYPES, Task, Validated
 
 __all__ = [
+    "KEYS",
     "behaviour_copies",
     "behaviour_repeats",
     "canonical_key",
@@ -99,9 +100,13 @@ def io_key(task: Task) -> str:
     return content_hash(replace(task, program=""))
 
 
+#: how each of the pool's key columns (`schema.KEY_COLUMNS`) keys a task
+KEYS = {"canonical": canonical_key, "io": io_key}
+
+
 def task_keys(tasks: list[Task]) -> dict[str, list[str]]:
     """The tasks' keys by the pool's column (`schema.KEY_COLUMNS`), for `TaskStore.add_tasks`."""
-    return {"canonical": [canonical_key(t) for t in tasks], "io": [io_key(t) for t in tasks]}
+    return {column: [key(t) for t in tasks] for column, key in KEYS.items()}
 
 
 def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
@@ -112,7 +117,8 @@ def renamed_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     count from the pool only where they are not the task: a resumed run that replays a step
     meets its own tasks there, each exactly, and judges the rest as the lost run did."""
     keys = {k: canonical_key(task) for k, task in tasks.items()}
-    pooled = run.store.keyed_tasks("canonical", sorted(set(keys.values())), step, canonical_key)
+    found = sorted(set(keys.values()))
+    pooled = run.store.keyed_tasks("canonical", found, step, canonical_key, programs=False)
     held = {key: {digest for _, digest, _ in found} for key, found in pooled.items()}
     why: dict[int, str] = {}
     for k, task in tasks.items():

@@ -44,7 +44,7 @@ from selfplay.engine import make_engine, resolve_backend
 from selfplay.engine.model import cpu_has_bf16, dtype_name, load_model, resolve
 from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
-from selfplay.new_work import task_keys
+from selfplay.new_work import KEYS, task_keys
 from selfplay.provenance import record_session
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.entropy_control import EntropyControl
@@ -345,6 +345,7 @@ def _prepare_pool(run: Run, labeled, start: int) -> None:
         run.selection_log = semi.SelectionLog(folder / "selection.jsonl", resumed)
     _seed_pool(run)
     _judge_older_abductions(store, executor)
+    _key_older_tasks(store)
 
 
 def _benchmark_programs(config: Config, ranks: Ranks) -> BenchmarkPrograms:
@@ -462,6 +463,19 @@ def _judge_older_abductions(store, executor) -> None:
         print(
             f"pool: {judged} abduction tasks of an older pool judged for stock inputs in "
             f"{time.perf_counter() - began:.1f} s",
+            file=sys.stderr,
+        )
+
+
+def _key_older_tasks(store) -> None:
+    """An older pool's tasks (schema < 4) have no `canonical` or `io` key, which
+    `new_work.renamed_repeats` and `behaviour_repeats` look tasks up by: computed once, before
+    the first step (a million tasks take minutes), not inside step 1's store stage."""
+    began = time.perf_counter()
+    keyed = max(store.fill_keys(column, key) for column, key in KEYS.items())
+    if keyed:
+        print(
+            f"pool: {keyed} tasks of an older pool keyed in {time.perf_counter() - began:.1f} s",
             file=sys.stderr,
         )
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 
 import numpy as np
-from sqlalchemy import BigInteger, Row, String, Text, case, select
+from sqlalchemy import BigInteger, Row, String, Text, case, literal, select
 
 from selfplay.curriculum import database
 from selfplay.curriculum.database import StoreError
@@ -159,14 +159,15 @@ def abilities(
 
 
 def keyed_tasks(
-    engine, run_id: int, column: str, keys: Sequence[str], up_to_step: int
+    engine, run_id: int, column: str, keys: Sequence[str], up_to_step: int, programs: bool = True
 ) -> dict[str, list[tuple[int, str, str]]]:
     """Per key in `column` (one of `KEY_COLUMNS`), the (id, content hash, program) of the
     run's tasks with it that entered the pool at step `up_to_step` or before (an empty list for
-    a key with none)."""
+    a key with none); without `programs`, the program's text is not read ("")."""
     found: dict[str, list[tuple[int, str, str]]] = {k: [] for k in keys}
     target = getattr(TaskRow, column)
-    query = select(target, TaskRow.id, TaskRow.hash, TaskRow.program).where(
+    program = TaskRow.program if programs else literal("").label("program")
+    query = select(target, TaskRow.id, TaskRow.hash, program).where(
         TaskRow.run_id == run_id, TaskRow.step <= up_to_step
     )
     with database.read(engine) as s:

@@ -174,6 +174,7 @@ class TaskStore:
     def reload(self) -> None:
         """Re-read the per-task state and abilities from the database."""
         self._index = reads.load_index(self._engine, self._run_id)
+        self._keyed: set[str] = set()  # the key columns no task lacks (`fill_keys`)
         self._abilities, self._recorded = reads.abilities(self._engine, self._run_id)
         self._trajectories.load(self._engine, self._run_id)
         self._p_cache = None
@@ -226,6 +227,7 @@ class TaskStore:
         if len({len(x) for x in (tasks, provenance, verifications, guessable, *given)}) > 1:
             raise ValueError("tasks, provenance, verifications, guessable, keys: unequal")
         rows = [dict(zip(KEY_COLUMNS, k, strict=True)) for k in zip(*given, strict=True)]
+        self._keyed -= {c for c, column in zip(KEY_COLUMNS, given, strict=True) if None in column}
         for prov in provenance:
             if prov.references:
                 self._index.positions(prov.references)  # KeyError: not a task of this run
@@ -258,22 +260,14 @@ class TaskStore:
         """Record how many answers each task got at `step` and how many were correct.
 
         Attempts at the same task in one call are summed. A (task, step, model_version) that
-        is already recorded is ignored: record all of a step's answers to a task in one call.
-        """
+        is already recorded is ignored: record all of a step's answers to a task in one call."""
         ids, n, k = writes.aggregate_attempts(attempts)
         key = (step, model_version)
         current = self._index.take(self._index.positions(ids), (*writes.COUNTS, *writes.STATE))
         done = writes.record_attempts(
-            self._engine,
-            self._run_id,
-            self._config,
-            key,
-            ids,
-            n,
-            k,
-            current=current,
-            seen=key in self._recorded,
-        )
+            self._engine, self._run_id, self._config, key, ids, n, k,
+            current=current, seen=key in self._recorded,
+        )  # fmt: skip
         self._mirror(key, done)
         if done.result.already_recorded:  # a replayed step: the database holds what counts
             self._trajectories.load(self._engine, self._run_id)
@@ -412,12 +406,10 @@ class TaskStore:
         metrics = sampler.batch_metrics(self._config, p[positions], attempted[positions], is_recent)
         metrics["curriculum/pool_size"] = float(len(self._index))
         metrics["curriculum/drawable"] = float(np.count_nonzero(weights > 0))
-        metrics["curriculum/labeled_share"] = (
-            float(labeled[positions].mean()) if len(positions) else 0.0
-        )
-        metrics["curriculum/guessable_share"] = (
-            float(guessable[positions].mean()) if len(positions) else 0.0
-        )
+        for name, mask in (("labeled", labeled), ("guessable", guessable)):
+            metrics[f"curriculum/{name}_share"] = (
+                float(mask[positions].mean()) if len(positions) else 0.0
+            )
         if chosen is not None:
             metrics.update(chosen.metrics())
         return SolverBatch(tuple(tasks), step, n, metrics, chosen)
@@ -478,14 +470,22 @@ class TaskStore:
         before step `before_step` (those of the step itself or later ones are left out)."""
         return reads.induction_inputs(self._engine, self._run_id, programs, before_step)
 
-    def keyed_tasks(
-        self, column: str, keys: Sequence[str], up_to_step: int, key: Callable[[Task], str]
-    ) -> dict[str, list[tuple[int, str, str]]]:
-        """Per key in `column` (`KEY_COLUMNS`), the (id, hash, program) of the tasks with it
-        of step `up_to_step` or before; tasks without that key get `key(task)` first, once."""
-        if writes.fill_keys(self._engine, self._run_id, column, key):
+    def fill_keys(self, column: str, key: Callable[[Task], str]) -> int:
+        """Give the tasks without a key in `column` (`KEY_COLUMNS`: an older pool's, or added
+        without one) `key(task)`; how many. Asked once, and again after a task entered without."""
+        if column in self._keyed:
+            return 0
+        filled = writes.fill_keys(self._engine, self._run_id, column, key)
+        self._keyed.add(column)
+        if filled:
             self._wrote()
-        return reads.keyed_tasks(self._engine, self._run_id, column, keys, up_to_step)
+        return filled
+
+    def keyed_tasks(self, column, keys, up_to_step, key, programs=True) -> dict[str, list]:
+        """Per key in `column`, the (id, hash, program) of the tasks with it of step `up_to_step`
+        or before (`reads.keyed_tasks`), tasks without that key given one first (`fill_keys`)."""
+        self.fill_keys(column, key)
+        return reads.keyed_tasks(self._engine, self._run_id, column, keys, up_to_step, programs)
 
     def stats(self, step: int | None = None, growth: bool = True, programs: bool = False):
         """Counts by type and origin, a difficulty histogram, growth over steps (`PoolStats`).

@@ -124,12 +124,36 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
         }
         assert store.keyed_tasks("canonical", ["none"], 0, lambda t: 1 / 0) == {"none": []}
         assert store.keyed_tasks("io", [io_key(old.task)], 0, io_key)[io_key(old.task)][0][0] == 1
+        without = store.keyed_tasks("canonical", [key], 0, canonical_key, programs=False)
+        assert without == {key: [(1, "h1", "")]}
+        # filled, a column is not asked again (no query) until a task enters without its key
+        statements = []
+        sa.event.listen(store.engine, "before_cursor_execute", lambda *a: statements.append(a))
+        assert store.fill_keys("canonical", lambda t: 1 / 0) == 0 and statements == []
+        store.add_tasks([task(2)], Provenance(), keys={"io": [io_key(task(2))]})
+        assert store.fill_keys("io", lambda t: 1 / 0) == 0
+        assert store.fill_keys("canonical", canonical_key) == 1
+        assert store.fill_keys("canonical", lambda t: 1 / 0) == 0
     with _engine(store_url).connect() as conn:
         version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
         columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
         keys = conn.exec_driver_sql("SELECT canonical, io FROM tasks ORDER BY id").all()
     assert version == str(SCHEMA_VERSION) and "succ" not in columns and "guessable" in columns
-    assert keys == [(canonical_key(t), io_key(t)) for t in (old.task, task(1))]
+    assert keys == [(canonical_key(t), io_key(t)) for t in (old.task, task(1), task(2))]
+
+
+def test_an_older_pools_keys_are_computed_once_before_the_first_step(store_url, capsys):
+    from selfplay.runs import _key_older_tasks
+
+    _older_pool(store_url)
+    with TaskStore.open(store_url, run="old") as store:
+        _key_older_tasks(store)  # as `open_run` does, beside judging its abduction tasks
+        assert "pool: 1 tasks of an older pool keyed in" in capsys.readouterr().err
+        _key_older_tasks(store)
+        assert capsys.readouterr().err == ""
+    with _engine(store_url).connect() as conn:
+        keys = conn.exec_driver_sql("SELECT canonical, io FROM tasks").all()
+    assert all(all(pair) for pair in keys) and len(keys) == 1
 
 
 def _abduction(task_id: int, given: str, output: str) -> str:
