@@ -306,3 +306,37 @@ def test_every_generation_runs_as_its_role(make_run, monkeypatch):
     for sequence, role in ((proposing, "propose"), (solving, "solve"), (evaluating, "solve")):
         generated = roles_of_generations(sequence)
         assert generated and set(generated) == {role}, sequence
+
+
+def test_the_solver_samples_and_trains_at_its_own_temperature(make_run, monkeypatch):
+    """`generation.solve_temperature`: proposals are sampled at `generation.temperature`,
+    every answer (estimates and the frontier batch) at the solver's, and the update scores
+    each role's rollouts at the temperature they were sampled at."""
+    temperatures: list[float] = []
+
+    def recorded(engine):
+        generate = engine.generate
+        engine.generate = lambda prompts, params: (
+            temperatures.append(params.temperature) or generate(prompts, params)
+        )
+        return engine
+
+    settings = ["generation.temperature=0.9", "generation.solve_temperature=0.4"]
+    run, _ = make_run(settings)
+    run.engine = recorded(ScriptedProposer(["I like turtles."]))
+    stages.propose(run, 1)
+    assert temperatures and set(temperatures) == {0.9}
+    temperatures.clear()
+
+    run, _ = make_run(settings)
+    run.engine = recorded(run.engine)
+    stored, judged, rollouts, _ = one_step(run, [proposed(0, "deduction", TRIPLE, "4")])
+    assert {j.attempted.purpose for j in judged} == {"estimate", "train"}
+    assert temperatures and set(temperatures) == {0.4}
+
+    seen = {}
+    monkeypatch.setattr(stages, "policy_update", lambda *a, **k: seen.update(k) or {})
+    run.engine.sleep = run.engine.wake_up = lambda: None
+    run.kl = run.entropy = None
+    stages.update(run, rollouts, 1)
+    assert (seen["temperature"], seen["solve_temperature"]) == (0.9, 0.4)
