@@ -15,12 +15,16 @@ the project's own checks, in the sandbox:
   renamed        proposed tasks that an earlier task of the pool is with its program's
                  variables renamed (`new_work.canonical_key`): a run keeps them out of its
                  pool since schema 4 (`repeat:renamed`), so this counts what got in before
+  alike          proposed deduction and abduction tasks whose program behaves as the program
+                 of an earlier task with the same input and output does, on probe inputs
+                 (`new_work.behaves_as`, against the 8 oldest such programs, as a run
+                 compares): a run keeps them out since schema 4 (`repeat:behaviour`)
   programs       distinct programs (after `canonical_program`), and how the proposed programs
                  cluster by shape (`trainer/repetition.py`, similarity 0.5): the largest
                  cluster's share says whether the pool is one idea in many variants
 
 Prints one JSON line per part; the last line is the summary: tasks, proposed, trivial,
-contaminated, renamed, distinct_programs, clusters, largest_cluster_share.
+contaminated, renamed, alike, distinct_programs, clusters, largest_cluster_share.
 """
 
 from __future__ import annotations
@@ -29,16 +33,18 @@ import argparse
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 from selfplay.config import CurriculumConfig, ExecutorConfig
 from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
+from selfplay.distributed import Ranks
 from selfplay.executor import Executor
 from selfplay.files import records
-from selfplay.new_work import canonical_key
+from selfplay.new_work import ALIKE_CAP, behaves_as, canonical_key, io_key
 from selfplay.proposer.canonical import canonical_program
 from selfplay.trainer.repetition import cluster_shares
 from selfplay.trivial import trivial_reasons
-from selfplay.types import Task
+from selfplay.types import WRITTEN_TYPES, Task
 
 
 def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
@@ -73,6 +79,24 @@ def renamed_repeats(tasks: list[tuple[Task, str]]) -> list[list[str]]:
     return found
 
 
+def behaviour_repeats(executor, tasks: list[tuple[Task, str]]) -> list[list[str]]:
+    """The proposed deduction and abduction tasks (in pool order) that are not renamed repeats
+    and whose program behaves as the program of an earlier task with the same input and output
+    does, each as [its program, the earlier ones compared]: a run's `repeat:behaviour` judged
+    again over the pool (`new_work.behaviour_repeats`)."""
+    renamed = {program for program, _ in renamed_repeats(tasks)}
+    earlier: dict[str, list[str]] = {}
+    others = {}
+    for k, (task, origin) in enumerate(tasks):
+        held = earlier.setdefault(io_key(task), [])
+        if origin == "proposed" and task.type in WRITTEN_TYPES and task.program not in renamed:
+            shapes = {canonical_program(p): p for p in held[:ALIKE_CAP]}
+            others[k] = (task, [p for p in shapes.values() if p != task.program])
+        held.append(task.program)
+    alike = behaves_as(SimpleNamespace(executor=executor, ranks=Ranks()), others)
+    return [[others[k][0].program, *others[k][1]] for k in alike]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("pool", help="a pool (SQLite path or database URL) or a JSONL export")
@@ -82,6 +106,7 @@ def main() -> None:
     proposed = [t for t, origin in tasks if origin == "proposed" and t.type != "math"]
     with Executor(ExecutorConfig()) as executor:
         reasons = Counter(r for r in trivial_reasons(executor, proposed) if r)
+        alike = behaviour_repeats(executor, tasks)
     print(json.dumps({"part": "trivial", **reasons}))
     benchmarks = BenchmarkPrograms.load(BENCHMARK_FILES)
     contaminated = Counter(b for t in proposed if (b := benchmarks.match(t.program)))
@@ -89,6 +114,7 @@ def main() -> None:
     print(json.dumps({"part": "contaminated", **contaminated, "unchecked": missing}))
     renamed = renamed_repeats(tasks)
     print(json.dumps({"part": "renamed", "tasks": len(renamed), "examples": renamed[:3]}))
+    print(json.dumps({"part": "alike", "tasks": len(alike), "examples": alike[:3]}))
     programs = sorted({canonical_program(t.program) for t in proposed})
     shares = cluster_shares(programs, 0.5)
     clusters = round(sum(1 / (s * len(programs)) for s in shares)) if programs else 0
@@ -101,6 +127,7 @@ def main() -> None:
         "trivial": sum(reasons.values()),
         "contaminated": sum(contaminated.values()),
         "renamed": len(renamed),
+        "alike": len(alike),
         "distinct_programs": len(programs),
         "clusters": clusters,
         "largest_cluster_share": round(largest, 4),

@@ -27,6 +27,7 @@ from selfplay.trivial import MIN_PROBES, probe_inputs, stock_solves, trivial_rea
 from selfplay.types import WRITTEN_TYPES, Task, Validated
 
 __all__ = [
+    "ALIKE_CAP",
     "KEYS",
     "behaviour_copies",
     "behaviour_repeats",
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 #: pooled programs a proposal is run against for `behaviour_repeats`, per input and output
-_ALIKE_CAP = 8
+ALIKE_CAP = 8
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
 _LIMITS = frozenset({"timeout", "memory", "crash:worker"})
 
@@ -138,7 +139,7 @@ def behaviour_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     pooled program that the prompt did not show (`x ** 2` for a pooled `x * x`, a branch
     reordered) asks the solver to trace the same computation on the same input again. Tasks of
     the step itself count from the pool as in `renamed_repeats`: an exact repeat is left to the
-    store. The oldest `_ALIKE_CAP` pooled tasks of an input and output are compared, one per
+    store. The oldest `ALIKE_CAP` pooled tasks of an input and output are compared, one per
     canonical program, so a step's sandbox work does not grow with the pool."""
     written = {k: t for k, t in tasks.items() if t.type in WRITTEN_TYPES}
     if not written:
@@ -146,7 +147,7 @@ def behaviour_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     keys = {k: io_key(task) for k, task in written.items()}
     pooled = run.store.keyed_tasks("io", sorted(set(keys.values())), step, io_key)
     # the oldest pooled tasks of a key (a replayed step's own come last), as (hash, program)
-    held = {key: [row[1:] for row in found[:_ALIKE_CAP]] for key, found in pooled.items()}
+    held = {key: [row[1:] for row in found[:ALIKE_CAP]] for key, found in pooled.items()}
     others = {}
     for k, task in written.items():
         digest, rows = content_hash(task), held[keys[k]]

@@ -28,13 +28,17 @@ def test_an_unknown_run_is_named_and_not_created(tmp_path):
     assert TaskStore.runs(path) == ["learn"]
 
 
-def test_renamed_repeats_of_an_older_pool_are_counted():
-    """A proposed task that an earlier one is with its variables renamed is counted (what a
-    pool from before `repeat:renamed` let in); another input, or the first one, is not."""
+def _script():
     spec = importlib.util.spec_from_file_location("pool_diversity", SCRIPT)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    renamed_repeats = script.renamed_repeats
+    return script
+
+
+def test_renamed_repeats_of_an_older_pool_are_counted():
+    """A proposed task that an earlier one is with its variables renamed is counted (what a
+    pool from before `repeat:renamed` let in); another input, or the first one, is not."""
+    renamed_repeats = _script().renamed_repeats
 
     def task(program: str, given: str, output: str) -> Task:
         return Task("deduction", program, (given,), (output,))
@@ -47,3 +51,24 @@ def test_renamed_repeats_of_an_older_pool_are_counted():
         (task("def f(k):\n    return k * k", "3", "9"), "proposed"),  # the one before, renamed
     ]
     assert renamed_repeats(tasks) == [[renamed, square], ["def f(k):\n    return k * k", renamed]]
+
+
+def test_behaviour_repeats_of_an_older_pool_are_counted(executor):
+    """A proposed task whose program behaves as an earlier task's with the same input and
+    output is counted, by the run's own judgement; a renamed repeat is counted as that alone,
+    and a program that agrees on the input but not beside it is new."""
+    behaviour_repeats = _script().behaviour_repeats
+
+    def task(program: str, given: str = "3", output: str = "9") -> Task:
+        return Task("deduction", program, (given,), (output,))
+
+    square, power = "def f(x):\n    return x * x", "def f(x):\n    return x ** 2"
+    plus = "def f(x):\n    return x + 6"
+    tasks = [
+        (task(square), "seed"),
+        (task(power), "proposed"),  # the seed's computation again
+        (task("def f(n):\n    return n * n"), "proposed"),  # renamed: counted there
+        (task(plus), "proposed"),  # 9 on 3 as well, another function: new
+        (task(power, "4", "16"), "proposed"),  # another input: new
+    ]
+    assert behaviour_repeats(executor, tasks) == [[power, square]]
