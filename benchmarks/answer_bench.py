@@ -35,12 +35,13 @@ def answer(config, engine, judge, tasks, mode: str, n: int, greedy: bool):
     from selfplay.solver.layout import answer_regexes
     from selfplay.types import Answer
 
-    greedy_sampling = {"temperature": 0.0, "top_p": 1.0} if greedy else {}
+    greedy_sampling = {"temperature": 0.0, "solve_temperature": -1, "top_p": 1.0} if greedy else {}
     constrained = mode == "constrained"
     gen = replace(config.generation, constrained_answers=constrained, **greedy_sampling)
     config = replace(config, generation=gen)
     prompts = [solver_prompt(t, config.roles) for t in tasks]
-    params = sampling(config.generation, n=n, seed=config.run.seed, stop=solver_stop(config.roles))
+    stop = solver_stop(config.roles)
+    params = sampling(config.generation, n=n, seed=config.run.seed, stop=stop, role="solve")
     params = replace(params, regex=answer_regexes(config, [t.type for t in tasks]))
     generations = engine.generate(prompts, params)
     parsed = [

@@ -170,6 +170,7 @@ def config_for(args, folder: str):
         f"selfplay.solver_tasks={args.tasks}",
         f"selfplay.solver_samples={args.samples}",
         f"generation.temperature={args.temperature}",
+        "generation.solve_temperature=-1",  # --temperature is the solver's too
         f"generation.top_p={args.top_p}",
         f"generation.max_new_tokens={args.max_new_tokens}",
         f"trainer.lr={args.lr}",

@@ -18,7 +18,8 @@ the project's own checks, in the sandbox:
   alike          proposed deduction and abduction tasks whose program behaves as the program
                  of an earlier task with the same input and output does, on probe inputs
                  (`new_work.behaves_as`, against the 8 oldest such programs, as a run
-                 compares): a run keeps them out since schema 4 (`repeat:behaviour`)
+                 compares; trivial and renamed tasks apart): a run keeps them out since
+                 schema 4 (`repeat:behaviour`)
   programs       distinct programs (after `canonical_program`), and how the proposed programs
                  cluster by shape (`trainer/repetition.py`, similarity 0.5): the largest
                  cluster's share says whether the pool is one idea in many variants
@@ -40,7 +41,7 @@ from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
 from selfplay.distributed import Ranks
 from selfplay.executor import Executor
 from selfplay.files import records
-from selfplay.new_work import ALIKE_CAP, behaves_as, canonical_key, io_key
+from selfplay.new_work import ALIKE_CAP, alike_candidates, behaves_as, canonical_key, io_key
 from selfplay.proposer.canonical import canonical_program
 from selfplay.trainer.repetition import cluster_shares
 from selfplay.trivial import trivial_reasons
@@ -70,28 +71,36 @@ def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
 def renamed_repeats(tasks: list[tuple[Task, str]]) -> list[list[str]]:
     """The proposed tasks (in pool order) that an earlier task is with its program's variables
     renamed, each as [its program, the earlier one's]."""
+    return [[tasks[k][0].program, earlier] for k, earlier in _renamed(tasks).items()]
+
+
+def _renamed(tasks: list[tuple[Task, str]]) -> dict[int, str]:
+    """Index of each renamed repeat (`renamed_repeats`) -> the earlier task's program."""
     first: dict[str, Task] = {}
-    found = []
-    for task, origin in tasks:
+    found = {}
+    for k, (task, origin) in enumerate(tasks):
         earlier = first.setdefault(canonical_key(task), task)
         if origin == "proposed" and earlier.program != task.program:
-            found.append([task.program, earlier.program])
+            found[k] = earlier.program
     return found
 
 
-def behaviour_repeats(executor, tasks: list[tuple[Task, str]]) -> list[list[str]]:
-    """The proposed deduction and abduction tasks (in pool order) that are not renamed repeats
-    and whose program behaves as the program of an earlier task with the same input and output
-    does, each as [its program, the earlier ones compared]: a run's `repeat:behaviour` judged
-    again over the pool (`new_work.behaviour_repeats`)."""
-    renamed = {program for program, _ in renamed_repeats(tasks)}
+def behaviour_repeats(executor, tasks: list[tuple[Task, str]], out=frozenset()) -> list[list[str]]:
+    """The proposed deduction and abduction tasks (in pool order) whose program behaves as the
+    program of an earlier task with the same input and output does, each as [its program, the
+    earlier ones compared]: a run's `repeat:behaviour` judged again over the pool
+    (`new_work.behaviour_repeats`, its cap and candidates). Renamed repeats and the tasks
+    `out` names (by index: trivial ones) are neither judged nor compared with, as a run
+    keeps them out of its pool before this judgement."""
+    out = set(out) | set(_renamed(tasks))
     earlier: dict[str, list[str]] = {}
     others = {}
     for k, (task, origin) in enumerate(tasks):
+        if k in out:
+            continue
         held = earlier.setdefault(io_key(task), [])
-        if origin == "proposed" and task.type in WRITTEN_TYPES and task.program not in renamed:
-            shapes = {canonical_program(p): p for p in held[:ALIKE_CAP]}
-            others[k] = (task, [p for p in shapes.values() if p != task.program])
+        if origin == "proposed" and task.type in WRITTEN_TYPES:
+            others[k] = (task, alike_candidates(task, held[:ALIKE_CAP]))
         held.append(task.program)
     alike = behaves_as(SimpleNamespace(executor=executor, ranks=Ranks()), others)
     return [[others[k][0].program, *others[k][1]] for k in alike]
@@ -103,10 +112,13 @@ def main() -> None:
     parser.add_argument("--run", default="default", help="the run (`curriculum.run`)")
     args = parser.parse_args()
     tasks = pool_tasks(args.pool, args.run)
-    proposed = [t for t, origin in tasks if origin == "proposed" and t.type != "math"]
+    judged = [k for k, (t, origin) in enumerate(tasks) if origin == "proposed" and t.type != "math"]
+    proposed = [tasks[k][0] for k in judged]
     with Executor(ExecutorConfig()) as executor:
-        reasons = Counter(r for r in trivial_reasons(executor, proposed) if r)
-        alike = behaviour_repeats(executor, tasks)
+        found = trivial_reasons(executor, proposed)
+        reasons = Counter(r for r in found if r)
+        trivial = {k for k, reason in zip(judged, found, strict=True) if reason}
+        alike = behaviour_repeats(executor, tasks, trivial)
     print(json.dumps({"part": "trivial", **reasons}))
     benchmarks = BenchmarkPrograms.load(BENCHMARK_FILES)
     contaminated = Counter(b for t in proposed if (b := benchmarks.match(t.program)))

@@ -29,6 +29,7 @@ from selfplay.types import WRITTEN_TYPES, Task, Validated
 __all__ = [
     "ALIKE_CAP",
     "KEYS",
+    "alike_candidates",
     "behaviour_copies",
     "behaviour_repeats",
     "canonical_key",
@@ -152,10 +153,16 @@ def behaviour_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:
     for k, task in written.items():
         digest, rows = content_hash(task), held[keys[k]]
         if all(h != digest for h, _ in rows):  # an exact repeat is the store's (`duplicates`)
-            shapes = {canonical_program(p): p for _, p in rows}  # one per program in other words
-            others[k] = (task, [p for p in shapes.values() if p != task.program])
+            others[k] = (task, alike_candidates(task, [p for _, p in rows]))
             rows.append((digest, task.program))
     return dict.fromkeys(behaves_as(run, others), "repeat:behaviour")
+
+
+def alike_candidates(task: Task, programs: list[str]) -> list[str]:
+    """The programs `behaviour_repeats` runs `task`'s against, of those held with its input and
+    output (oldest first): one per program in other words (`canonical_program`), not its own."""
+    shapes = {canonical_program(p): p for p in programs}
+    return [p for p in shapes.values() if p != task.program]
 
 
 def induction_repeats(run, tasks: dict[int, Task], step: int) -> dict[int, str]:

@@ -72,3 +72,19 @@ def test_behaviour_repeats_of_an_older_pool_are_counted(executor):
         (task(power, "4", "16"), "proposed"),  # another input: new
     ]
     assert behaviour_repeats(executor, tasks) == [[power, square]]
+    # a renamed repeat's program at another input and output is judged there; a task kept
+    # out (trivial: by index) is neither judged nor compared with
+    renamed, again = "def f(n):\n    return n * n", "def f(y):\n    return y ** 2"
+    tasks = [
+        (task(square), "seed"),
+        (task(renamed), "proposed"),
+        (task(again, "4", "16"), "proposed"),
+        (task(renamed, "4", "16"), "proposed"),
+        (task(plus), "proposed"),
+        (task("def f(x):\n    return x + 2 * 3"), "proposed"),
+    ]
+    assert behaviour_repeats(executor, tasks) == [
+        [renamed, again],
+        [tasks[5][0].program, square, plus],
+    ]
+    assert behaviour_repeats(executor, tasks, {2, 4}) == []

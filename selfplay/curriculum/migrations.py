@@ -22,8 +22,8 @@ History:
      judged, until a run opens the pool, `TaskStore.judge_guessable`)
   4  `tasks.canonical` and `tasks.io`, each with its index: the task's hash with its program in
      canonical text, and without its program, to find a proposal that renames a pooled task's
-     variables or behaves as its program does (NULL for the tasks of older pools until the
-     store first looks one up, `TaskStore.keyed_tasks`)
+     variables or behaves as its program does (NULL for the tasks of older pools until a run
+     opens the pool or the store first looks one up, `TaskStore.fill_keys`)
 
 A migration step is written against the old tables as they were (plain DDL), never against the
 current ORM classes, which describe only the newest version.

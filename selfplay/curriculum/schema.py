@@ -85,7 +85,7 @@ class TaskRow(Base):
     # the same hash of the task with its program in canonical text (names a program binds
     # renamed, comments and layout dropped: `new_work.canonical_key`), so that a proposal that
     # renames a pooled task's variables is found a repeat; NULL until computed (tasks added
-    # without one, an older pool's: `TaskStore.keyed_tasks` fills them)
+    # without one, an older pool's: `TaskStore.fill_keys` fills them, when a run opens the pool)
     canonical: Mapped[str | None] = mapped_column(String(32), default=None)
     # the same hash of the task without its program (type, inputs, outputs, message:
     # `new_work.io_key`), to find the pooled tasks a proposal may behave as

@@ -82,6 +82,7 @@ class TaskStore:
         self._trajectories = TrajectoryWindow(config.trapo_window)
         self._select = selector
         self._selection_cache: tuple[tuple, object] | None = None
+        self._keyed: set[str] = set()  # the key columns no task lacks (`fill_keys`)
 
     # -- its state, read-only from outside: only the store changes it -------------------------
 
@@ -174,7 +175,7 @@ class TaskStore:
     def reload(self) -> None:
         """Re-read the per-task state and abilities from the database."""
         self._index = reads.load_index(self._engine, self._run_id)
-        self._keyed: set[str] = set()  # the key columns no task lacks (`fill_keys`)
+        self._keyed = set()  # asked again: another process may have added tasks without keys
         self._abilities, self._recorded = reads.abilities(self._engine, self._run_id)
         self._trajectories.load(self._engine, self._run_id)
         self._p_cache = None
@@ -382,8 +383,7 @@ class TaskStore:
         The same pool, step and salt give the same batch; use another salt for a second,
         independent draw in one step. `types` restricts the draw to some task types.
         `for_solver=False` draws for another use (the programs of induction proposals):
-        `curriculum.guessable_weight`, which is about the solver's answers, does not apply.
-        """
+        `curriculum.guessable_weight`, which is about the solver's answers, does not apply."""
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
         weights = sampler.learnability(

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", help="the benchmark's data file (default: under $SELFPLAY_DATA)")
     p.add_argument("--k", type=int, nargs="+", default=[1], help="report pass@k for these k")
     p.add_argument("--samples", type=int, default=1, help="samples per problem (n)")
-    p.add_argument("--temperature", type=float, help="default: 0 for one sample, else the config's")
+    p.add_argument("--temperature", type=float, help="default: 0 for one sample, else the solver's")
     p.add_argument("--limit", type=int, default=0, help="first N problems only (0 = all)")
     p.add_argument("--out", help="folder for results (default: eval/<benchmark>-<model name>)")
     p.add_argument(
@@ -183,7 +183,7 @@ def eval_command(args: argparse.Namespace) -> int:
     setup = environment(dtype=dtype_name(config.model.dtype))
     temperature = args.temperature
     if temperature is None:
-        temperature = 0.0 if args.samples == 1 else config.generation.temperature
+        temperature = 0.0 if args.samples == 1 else config.generation.temperature_of("solve")
     params = SamplingParams(
         n=args.samples,
         temperature=temperature,
