@@ -142,15 +142,28 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
     assert keys == [(canonical_key(t), io_key(t)) for t in (old.task, task(1), task(2))]
 
 
-def test_an_older_pools_keys_are_computed_once_before_the_first_step(store_url, capsys):
-    from selfplay.runs import _key_older_tasks
+def test_an_older_pools_keys_are_computed_once_before_the_first_step(store_url, tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from selfplay.config import load
+    from selfplay.runs import _prepare_pool
 
     _older_pool(store_url)
+    config = load(None, ["curriculum.decontaminate=[]"])
     with TaskStore.open(store_url, run="old") as store:
-        _key_older_tasks(store)  # as `open_run` does, beside judging its abduction tasks
+        # what a run does with its pool before step 1 (no labeled sets, no abduction to judge)
+        run = SimpleNamespace(
+            config=config,
+            store=SimpleNamespace(local=store),
+            executor=None,
+            folder=tmp_path,
+            math_checker=None,
+            benchmarks=None,
+        )
+        _prepare_pool(run, [], start=1)
         assert "pool: 1 tasks of an older pool keyed in" in capsys.readouterr().err
-        _key_older_tasks(store)
-        assert capsys.readouterr().err == ""
+        _prepare_pool(run, [], start=1)  # keyed already: nothing to say, nothing to compute
+        assert "keyed" not in capsys.readouterr().err
     with _engine(store_url).connect() as conn:
         keys = conn.exec_driver_sql("SELECT canonical, io FROM tasks").all()
     assert all(all(pair) for pair in keys) and len(keys) == 1
