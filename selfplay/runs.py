@@ -187,6 +187,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     from selfplay.semi.selection import select
 
     labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
+    config.generation.check_trained(config.selfplay.train_roles)
     t = config.trainer
     # accelerate keeps one state per process and refuses another mixed precision; a process
     # that opens several runs in turn (benchmarks, tests) gives each its own settings

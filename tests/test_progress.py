@@ -7,6 +7,8 @@ import contextvars
 import io
 from pathlib import Path
 
+import pytest
+
 from selfplay import console
 from selfplay.config import load
 from selfplay.progress import Progress
@@ -81,8 +83,6 @@ def test_an_evaluation_line_and_the_stage_labels_the_bars():
 def test_bf16_on_a_cpu_without_it_stops_the_run_before_its_folder_exists(tmp_path, monkeypatch):
     """An explicit bf16 where the CPU would emulate it is refused with the key to change; auto
     is float32 on a CPU; bf16 where the CPU has it is kept."""
-    import pytest
-
     from selfplay import loop, runs
     from selfplay.config.fields import ConfigError
 
@@ -97,3 +97,37 @@ def test_bf16_on_a_cpu_without_it_stops_the_run_before_its_folder_exists(tmp_pat
     assert runs._mixed_precision("auto") == "no"
     monkeypatch.setattr(runs, "cpu_has_bf16", lambda: True)
     assert runs._mixed_precision("bf16") == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("settings", "refused"),
+    [
+        (["generation.solve_temperature=0"], "solve_temperature=0 with the solve role"),
+        (
+            ["generation.temperature=0", "generation.solve_temperature=0.5"],
+            "temperature=0 with the propose",
+        ),
+        (["generation.temperature=0"], "temperature=0 with the propose"),
+    ],
+)
+def test_a_trained_role_sampled_greedily_is_refused_before_the_model_loads(
+    tmp_path, settings, refused
+):
+    """Greedy samples of one prompt are alike: a trained role's groups would carry no advantage."""
+    from selfplay import loop
+    from selfplay.config.fields import ConfigError
+
+    folder = tmp_path / "run"
+    with pytest.raises(ConfigError, match=refused):
+        loop.run(load(None, [f"run.folder={folder}", *settings]))
+    assert not folder.exists()
+    # a role not trained may sample greedily: the proposer of a solver-only run, say
+    only = load(
+        None,
+        [
+            "generation.temperature=0",
+            "generation.solve_temperature=0.5",
+            "selfplay.train_roles=[solve]",
+        ],
+    )
+    only.generation.check_trained(only.selfplay.train_roles)

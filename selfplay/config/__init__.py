@@ -283,6 +283,23 @@ class GenerationConfig(Checked):
             return self.solve_temperature
         return self.temperature
 
+    def check_trained(self, roles) -> None:
+        """A trained role sampled at temperature 0 answers each prompt the same way every time:
+        its groups have no spread, so no advantage and nothing to learn; refused at a run's
+        start (evaluation and benchmarks sample greedily on purpose, outside a run)."""
+        for role in roles:
+            if self.temperature_of(role) == 0:
+                which = (
+                    "solve_temperature"
+                    if role == "solve" and self.solve_temperature == 0
+                    else "temperature"
+                )
+                raise ConfigError(
+                    f"generation.{which}=0 with the {role} role trained (selfplay.train_roles): "
+                    "greedy samples of one prompt are all alike, so their advantages are 0 "
+                    "and the update learns nothing; sample that role above 0"
+                )
+
 
 @dataclass(frozen=True)
 class MathCheckConfig(Checked):
