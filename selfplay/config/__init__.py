@@ -250,7 +250,8 @@ class GenerationConfig(Checked):
         -1.0,
         "the solver's own sampling temperature: its answers are sampled and trained at it, "
         "the proposals at `temperature` (-1: `temperature` for both roles); the entropy and "
-        "KL the update reports are then of a sharper distribution (trainer.entropy_floor)",
+        "KL the update reports are then of a sharper distribution (trainer.entropy_floor); 0 "
+        "is refused for a trained solver (its groups would have no advantage)",
     )
     top_p: float = knob(1.0, "nucleus sampling: keep the smallest set of tokens with this mass")
     max_new_tokens: int = knob(1024, "longest completion, in tokens")
