@@ -101,14 +101,16 @@ def collate(
     attention: str = "sdpa",
     kl_weights: Sequence[float] | None = None,
 ) -> MicroBatch:
-    """The micro-batch of `rollouts`: with `share_prompts` the rollouts of one prompt share a
-    row, else every rollout has a row of its own. `attention` is the model's attention
+    """The micro-batch of `rollouts`: with `share_prompts` the rollouts of one role's prompt
+    share a row, else every rollout has a row of its own. `attention` is the model's attention
     implementation: a boolean mask for `sdpa` (and the others that take one), an additive
     float mask for `eager`. `kl_weights` are the rollouts' weights in the KL term (1 each
     where None)."""
-    rows: dict[tuple[int, ...] | int, list[int]] = {}
+    # A row is one prompt of one role: each row is scored at its role's temperature
+    # (`token_logprobs`), so a proposer's and a solver's prompt of the same text never share one.
+    rows: dict[tuple[str, tuple[int, ...]] | int, list[int]] = {}
     for b, r in enumerate(rollouts):
-        rows.setdefault(r.prompt_ids if share_prompts else b, []).append(b)
+        rows.setdefault((r.role, r.prompt_ids) if share_prompts else b, []).append(b)
     members = list(rows.values())
     areas = [sum(len(rollouts[b].completion_ids) for b in m) for m in members]
     width = max(len(rollouts[m[0]].prompt_ids) + a for m, a in zip(members, areas, strict=True))

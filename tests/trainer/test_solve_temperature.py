@@ -78,3 +78,19 @@ def test_sampling_takes_each_roles_temperature():
     assert sampling(GenerationConfig(solve_temperature=0), 2, role="solve").temperature == 0
     with pytest.raises(ConfigError, match="solve_temperature"):
         GenerationConfig(solve_temperature=-0.5)
+
+
+def test_a_proposer_and_a_solver_prompt_of_the_same_text_have_rows_of_their_own():
+    """A row is scored at its role's temperature, so rollouts of both roles whose prompts are
+    the same tokens must not share one: each is scored as a batch of its role alone."""
+    model = tiny_model()
+    propose = Rollout("propose", "deduction", 0, (5, 6, 7), (8, 9), (-1.0, -1.0), 1.0)
+    solve = Rollout("solve", "deduction", 1, (5, 6, 7), (1, 2, 3), (-1.0,) * 3, 1.0)
+    mixed = collate([propose, solve], [1.0, 1.0], pad_id=0)
+    assert mixed.input_ids.shape[0] == 2
+    with torch.no_grad():
+        both, _ = token_logprobs(model, mixed, 1.0, solve_temperature=0.4)
+        alone_p, _ = token_logprobs(model, collate([propose], [1.0], pad_id=0), 1.0)
+        alone_s, _ = token_logprobs(model, collate([solve], [1.0], pad_id=0), 0.4)
+    assert torch.allclose(both[0, :2], alone_p[0, :2], atol=1e-5)
+    assert torch.allclose(both[1, :3], alone_s[0, :3], atol=1e-5)
