@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
-from selfplay.config import CurriculumConfig, ExecutorConfig
+from selfplay.config import ExecutorConfig
 from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
 from selfplay.distributed import Ranks
 from selfplay.executor import Executor
@@ -59,13 +59,14 @@ def pool_tasks(path: str, run: str) -> list[tuple[Task, str]]:
             )
             for r in records(path)
         ]  # fmt: skip
-    from selfplay.curriculum import TaskStore
+    from selfplay.curriculum.database import StoreError
+    from selfplay.curriculum.snapshot import opened_copy
 
-    runs = TaskStore.runs(path, CurriculumConfig(run=run))
-    if run not in runs:  # opening it would add an empty run to the store
-        raise SystemExit(f"{path} holds no run {run!r}; its runs: {', '.join(runs) or 'none'}")
-    with TaskStore.open(path, run, CurriculumConfig(run=run)) as store:
-        return [(t.task, t.provenance.origin) for t in store.get(store.index["id"].tolist())]
+    try:
+        with opened_copy(path, run) as store:  # a copy: the run's file is never migrated
+            return [(t.task, t.provenance.origin) for t in store.get(store.index["id"].tolist())]
+    except StoreError as err:
+        raise SystemExit(str(err)) from None
 
 
 def renamed_repeats(tasks: list[tuple[Task, str]]) -> list[list[str]]:

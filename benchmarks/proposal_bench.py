@@ -99,30 +99,22 @@ def pool_references(
 ) -> tuple[dict[int, list[list]], int]:
     """The references a run's propose stage draws at `step` (default: the pool's last) for `n`
     prompts of each deduction and abduction type of `types` (numbered as the run numbers
-    `selfplay.task_types`), from a copy of the
-    SQLite pool at `path`: {type number: one list of tasks per prompt}, and the step."""
-    import shutil
-    import tempfile
-    from dataclasses import replace
-
-    from selfplay.curriculum import TaskStore
+    `selfplay.task_types`), from a copy of the SQLite pool at `path` (`opened_copy`):
+    {type number: one list of tasks per prompt}, and the step."""
+    from selfplay.curriculum.snapshot import opened_copy
     from selfplay.types import WRITTEN_TYPES
 
-    with tempfile.TemporaryDirectory() as folder:
-        for suffix in ("", "-wal"):  # the pool as its run left it, never opened in place
-            if Path(f"{path}{suffix}").exists():
-                shutil.copy(f"{path}{suffix}", Path(folder) / f"pool.sqlite{suffix}")
-        copy = str(Path(folder) / "pool.sqlite")
-        with TaskStore.open(copy, run, replace(config.curriculum, run=run), create=False) as store:
-            at = store.last_step if step is None else step
-            drawn = {
-                salt: [
-                    [r.task for r in refs]
-                    for refs in store.references(n, at, types=list(WRITTEN_TYPES), salt=salt)
-                ]
-                for salt, kind in enumerate(config.selfplay.task_types)
-                if kind in WRITTEN_TYPES and kind in types
-            }
+    # the pool as its run left it, never opened in place
+    with opened_copy(path, run, config.curriculum) as store:
+        at = store.last_step if step is None else step
+        drawn = {
+            salt: [
+                [r.task for r in refs]
+                for refs in store.references(n, at, types=list(WRITTEN_TYPES), salt=salt)
+            ]
+            for salt, kind in enumerate(config.selfplay.task_types)
+            if kind in WRITTEN_TYPES and kind in types
+        }
     return drawn, at
 
 

@@ -19,6 +19,7 @@ current solver and draws training batches at the frontier of its ability.
     references.py  K diverse frontier tasks per proposer prompt
     stats.py       counts, difficulty histogram and growth, as metrics or tables
     trajectories.py  each task's solve rate per step over the last steps, from `attempts`
+    snapshot.py    a pool opened from a copy, for readers that must not migrate or key it
 
 Reading data sets into the pool and exporting it: `selfplay.datasets`. The semi-supervised
 selection of unlabeled tasks by their trajectories (TraPO) is `selfplay.semi`'s: the run hands

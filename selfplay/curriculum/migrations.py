@@ -67,14 +67,33 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v
 REBUILDS_AFTER = {1}
 
 
-def ensure_schema(engine: Engine) -> bool:
-    """Create or migrate the schema; True when the difficulty state must be rebuilt."""
+def rebuild_mark(run_id: int) -> str:
+    """The `selfplay_meta` key that marks a run whose difficulty state a migration dropped.
+
+    The migration marks every run of the database in its own transaction, and the rebuild of
+    a run's state clears that run's mark in its own (`replay.rebuild_estimates`): so a pool
+    migrated by a reader that opens no run (`reads.run_names`), by the opening of another run,
+    or by a process killed before the rebuild, still has each run rebuilt when it is opened
+    (`TaskStore.open`), once."""
+    return f"rebuild_estimates:{run_id}"
+
+
+def rebuild_pending(engine: Engine, run_id: int) -> bool:
+    """Whether `run_id`'s difficulty state awaits its rebuild (`rebuild_mark`)."""
+    with engine.connect() as conn:
+        mark = select(Meta.key).where(Meta.key == rebuild_mark(run_id))
+        return conn.execute(mark).first() is not None
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create or migrate the schema; a migration that drops the difficulty state marks every
+    run for its rebuild (`rebuild_mark`)."""
     with engine.connect().execution_options(selfplay_write=True) as conn, conn.begin():
         version = _version(conn)
         if version is None:
             Base.metadata.create_all(conn)
             conn.execute(Meta.__table__.insert(), [_version_row(SCHEMA_VERSION)])
-            return False
+            return
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{_where(engine)} has task pool schema version {version}, made by a newer "
@@ -90,7 +109,11 @@ def ensure_schema(engine: Engine) -> bool:
                 Meta.__table__.update().where(Meta.key == "schema_version"),
                 {"value": str(SCHEMA_VERSION)},
             )
-        return rebuild
+        if rebuild:
+            runs = conn.execute(text("SELECT id FROM runs")).scalars().all()
+            marks = [{"key": rebuild_mark(r), "value": "1"} for r in runs]
+            if marks:
+                conn.execute(Meta.__table__.insert(), marks)
 
 
 def _version(conn: Connection) -> int | None:

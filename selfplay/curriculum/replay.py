@@ -16,7 +16,8 @@ from sqlalchemy import delete, func, insert, select
 
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
-from selfplay.curriculum.schema import Ability, Attempt, TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.migrations import rebuild_mark
+from selfplay.curriculum.schema import Ability, Attempt, Meta, TaskReference, TaskRow, TaskStats
 from selfplay.curriculum.writes import COUNTS, STATE, write_state
 
 
@@ -60,6 +61,7 @@ def _rebuild(s, run_id: int, cfg: CurriculumConfig) -> None:
     touched = np.zeros(len(ids), dtype=bool)
     s.execute(delete(TaskStats).where(TaskStats.run_id == run_id))
     s.execute(delete(Ability).where(Ability.run_id == run_id))
+    s.execute(delete(Meta).where(Meta.key == rebuild_mark(run_id)))  # rebuilt with this commit
     abilities: dict[int, tuple[float, float, int]] = {}
     query = (
         select(

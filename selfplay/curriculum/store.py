@@ -36,7 +36,7 @@ from selfplay.config import CurriculumConfig, SelfPlayConfig
 from selfplay.curriculum import database, difficulty, reads, replay, sampler, writes
 from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.difficulty import Estimate
-from selfplay.curriculum.migrations import ensure_schema
+from selfplay.curriculum.migrations import ensure_schema, rebuild_pending
 from selfplay.curriculum.pool import PoolIndex
 from selfplay.curriculum.records import (
     ORIGINS,
@@ -156,13 +156,13 @@ class TaskStore:
         run = run or config.run
         engine = database.create(database.resolve_url(store or config.store, run), config)
         try:
-            rebuild = ensure_schema(engine)
+            ensure_schema(engine)
             run_id = writes.find_or_create_run(engine, run, create, run_config)
         except BaseException:
             engine.dispose()
             raise
         self = cls(engine, run_id, run, config, answers, selector)
-        if rebuild:
+        if rebuild_pending(engine, run_id):  # a migration dropped its difficulty state
             replay.rebuild_estimates(engine, run_id, config)
         self.reload()
         return self

@@ -142,6 +142,39 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
     assert keys == [(canonical_key(t), io_key(t)) for t in (old.task, task(1), task(2))]
 
 
+OTHER_RUN = [
+    "INSERT INTO runs (id, name) VALUES (2, 'other')",
+    "INSERT INTO tasks VALUES (2, 2, 'h2', 'deduction', 'def f(x):\n    return x + 1', "
+    "'[\"1\"]', '[\"2\"]', '', 0, 0.0, 'seed', 'g.jsonl', 'line 1', 0, '', NULL, NULL, 8, 2, "
+    "2.0, 6.0, 1)",
+    "INSERT INTO attempts VALUES (3, 2, 2, 1, 'v1', 8, 2, NULL)",
+]
+
+
+def test_every_runs_estimates_are_rebuilt_whoever_migrated_the_pool(store_url):
+    """The migration that drops the difficulty state marks every run of the database for a
+    rebuild, in its own transaction, and the rebuild clears a run's mark in its own: a pool
+    migrated by a reader that opens no run (listing the runs, as `selfplay pool` and a resumed
+    run do first), or by a process killed before the rebuild, still gets each run's estimates
+    back when that run is opened, and only once."""
+    _older_pool(store_url, OTHER_RUN)
+    assert TaskStore.runs(store_url) == ["old", "other"]  # migrates, opens no run
+    with _engine(store_url).connect() as conn:
+        marks = conn.exec_driver_sql(
+            "SELECT key FROM selfplay_meta WHERE key <> 'schema_version' ORDER BY key"
+        ).scalars()
+        assert list(marks) == ["rebuild_estimates:1", "rebuild_estimates:2"]
+    with TaskStore.open(store_url, run="old") as store:
+        [e] = store.estimates([1])
+        assert (e.n_answers, e.n_correct) == (16, 12) and len(store.abilities) == 2
+    with TaskStore.open(store_url, run="other") as store:
+        [e] = store.estimates([2])
+        assert (e.n_answers, e.n_correct) == (8, 2) and len(store.abilities) == 1
+    with _engine(store_url).connect() as conn:  # both rebuilt: no mark is left
+        rows = conn.exec_driver_sql("SELECT key, value FROM selfplay_meta").all()
+    assert rows == [("schema_version", str(SCHEMA_VERSION))]
+
+
 def test_an_older_pools_keys_are_computed_once_before_the_first_step(store_url, tmp_path, capsys):
     from types import SimpleNamespace
 
