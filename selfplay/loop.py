@@ -126,7 +126,7 @@ def _run(config: Config, out, log: Path) -> Path:
             if main:
                 logger.log(step, metrics)
             if step % cfg.run.checkpoint_every == 0 or step == cfg.run.steps:
-                extra = {"kl_coef": state.kl.coef} if state.kl is not None else {}
+                extra = state.kl.state() if state.kl is not None else {}
                 extra.update(state.entropy.state() if state.entropy is not None else {})
                 checkpoints.save(state.accelerator, state.model, state.tokenizer, step, extra)
         progress.summary(state)

@@ -261,7 +261,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         ranks=ranks,
         benchmarks=_benchmark_programs(config, ranks),
         # an adapted coefficient goes on from the checkpoint's; a fixed one is the config's
-        kl=KLControl.of(t, saved.get("kl_coef") if t.kl_target > 0 else None),
+        kl=KLControl.of(t, saved),
         entropy=EntropyControl.of(t, saved),
     )
     if ranks.is_main:

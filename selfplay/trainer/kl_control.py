@@ -41,10 +41,20 @@ class KLControl:
     entropy_floor: float = 0.0  # below this mean token entropy the coefficient rises
 
     @classmethod
-    def of(cls, trainer, coef: float | None = None) -> KLControl:
-        """The controller of a `TrainerConfig`, from `coef` (a checkpoint's) or its kl_coef."""
-        start = trainer.kl_coef if coef is None else coef
+    def of(cls, trainer, saved: dict | None = None) -> KLControl:
+        """The controller of a `TrainerConfig`: with a target, going on from the coefficient a
+        checkpoint's `state()` adapted (`saved`); otherwise from its kl_coef. A checkpoint of
+        a session that held the coefficient fixed, or ran no KL term, gives nothing to go on
+        from: a run resumed with a target starts from the configured kl_coef."""
+        start = trainer.kl_coef
+        if trainer.kl_target > 0 and saved and _adapted(saved):
+            start = float(saved["kl_coef"])
         return cls(start, trainer.kl_target, trainer.kl_horizon, trainer.entropy_floor)
+
+    def state(self) -> dict:
+        """What a checkpoint keeps: the coefficient, and the target it was adapted toward (0:
+        held fixed)."""
+        return {"kl_coef": self.coef, "kl_target": self.target}
 
     def apply(self, trainer):
         """The `TrainerConfig` of the next update: with this coefficient."""
@@ -66,3 +76,14 @@ class KLControl:
         if entropy is not None and entropy < self.entropy_floor:
             error = _MAX_ERROR
         self.coef *= 1.0 + error / self.horizon
+
+
+def _adapted(saved: dict) -> bool:
+    """Whether a checkpoint's coefficient was adapted, so a resumed run goes on from it. A
+    checkpoint from before `kl_target` was saved holds the coefficient alone: taken where it
+    is above 0 (a 0 is a session without the KL term, which no target adapts)."""
+    if saved.get("kl_coef") is None:
+        return False
+    if "kl_target" in saved:
+        return saved["kl_target"] > 0 and saved["kl_coef"] > 0
+    return saved["kl_coef"] > 0

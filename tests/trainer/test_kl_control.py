@@ -32,10 +32,28 @@ def test_the_coefficient_moves_toward_the_target_by_at_most_a_fifth_per_horizon(
 def test_the_configuration_refuses_a_target_without_a_start():
     trainer = load(None, ["trainer.kl_coef=0.05", "trainer.kl_target=0.01"]).trainer
     assert KLControl.of(trainer) == KLControl(0.05, 0.01, 5.0, 0.0)
-    assert KLControl.of(trainer, 0.07).coef == 0.07  # a checkpoint's coefficient
+    saved = KLControl(0.07, 0.01).state()  # a checkpoint of an adapted coefficient
+    assert KLControl.of(trainer, saved).coef == 0.07
     with pytest.raises(ConfigError, match="kl_target"):
         load(None, ["trainer.kl_target=0.01"])
     with pytest.raises(ConfigError, match="entropy_floor"):
         load(None, ["trainer.kl_coef=0.1", "trainer.entropy_floor=0.2"])
     with pytest.raises(ConfigError, match="kl_horizon"):
         load(None, ["trainer.kl_coef=0.1", "trainer.kl_target=0.01", "trainer.kl_horizon=0"])
+
+
+def test_a_resumed_run_goes_on_from_an_adapted_coefficient_only():
+    """A run resumed with a target goes on from the coefficient its checkpoint adapted; one
+    whose checkpoint held the coefficient fixed, or ran no KL term (0, which no target would
+    ever move: the update refused it), starts from the configured kl_coef."""
+    adapted = load(None, ["trainer.kl_coef=0.1", "trainer.kl_target=0.05"]).trainer
+    assert KLControl.of(adapted, {"kl_coef": 0.0, "kl_target": 0.0}).coef == 0.1
+    assert KLControl.of(adapted, {"kl_coef": 0.3, "kl_target": 0.0}).coef == 0.1  # was fixed
+    assert KLControl.of(adapted, {"kl_coef": 0.03, "kl_target": 0.05}).coef == 0.03
+    assert KLControl.of(adapted, {"step": 4}).coef == 0.1
+    # a checkpoint from before the target was saved: its coefficient where above 0
+    assert KLControl.of(adapted, {"kl_coef": 0.04}).coef == 0.04
+    assert KLControl.of(adapted, {"kl_coef": 0.0}).coef == 0.1
+    fixed = load(None, ["trainer.kl_coef=0.2"]).trainer  # no target: the config's, always
+    assert KLControl.of(fixed, {"kl_coef": 0.03, "kl_target": 0.05}).coef == 0.2
+    assert KLControl(0.0).state() == {"kl_coef": 0.0, "kl_target": 0.0}
