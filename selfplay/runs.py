@@ -46,7 +46,7 @@ from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.new_work import KEYS, task_keys
 from selfplay.provenance import record_session
-from selfplay.trainer.checkpoint import Checkpoints
+from selfplay.trainer.checkpoint import Checkpoints, configured_rates
 from selfplay.trainer.entropy_control import EntropyControl
 from selfplay.trainer.kl_control import KLControl
 from selfplay.trivial import stock_solves
@@ -241,6 +241,9 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     if latest is not None:
         saved = Checkpoints(folder).load(accelerator, latest)
         start = saved["step"] + 1
+        changed = configured_rates(optimizer, scheduler, t.lr, t.weight_decay)
+        if changed and ranks.is_main:
+            print(changed, file=sys.stderr)
     engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
     if latest is not None:
         engine.load_weights(accelerator.unwrap_model(model))

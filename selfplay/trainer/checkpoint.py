@@ -13,7 +13,7 @@ which resuming loads anyway. A checkpoint of the 0.5B coder with LoRA rank 16 is
 made it 4.9 GB and the merged weights in `model/` (2.5 GB) 2.6 GB.
 A checkpoint is written under a `.partial` name and renamed when complete, so a run killed at
 any moment, SIGKILL included, leaves either the whole checkpoint or none of it; `latest()`
-ignores partial ones.
+ignores partial ones, and the next save removes them.
 
 A checkpoint resumes on another number of processes (DDP, or one process): the weights,
 optimizer, scheduler and step carry over (DDP's state names every tensor `module.<name>`, one
@@ -41,9 +41,10 @@ from selfplay.engine.model import EMBEDDED_MODELS
 from selfplay.engine.weights import is_lora
 from selfplay.trainer.lora import ROLES, per_role
 
-__all__ = ["Checkpoints"]
+__all__ = ["Checkpoints", "configured_rates"]
 
 _NAME = re.compile(r"step-(\d{6,})\Z")
+_PARTIAL = re.compile(r"step-\d{6,}\.partial\Z")
 
 
 class Checkpoints:
@@ -137,9 +138,36 @@ class Checkpoints:
     def _prune(self) -> None:
         for old in self.completed()[: -self.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
-        for shell in self.root.iterdir():  # what a prune raced by an evaluation's merge left
-            if _NAME.match(shell.name) and not (shell / "checkpoint.json").exists():
+        # what a prune raced by an evaluation's merge left, and what a save killed before its
+        # rename left (only the one just renamed was being written)
+        for shell in self.root.iterdir():
+            raced = _NAME.match(shell.name) and not (shell / "checkpoint.json").exists()
+            if raced or _PARTIAL.match(shell.name):
                 shutil.rmtree(shell, ignore_errors=True)
+
+
+def configured_rates(optimizer, scheduler, lr: float, weight_decay: float) -> str | None:
+    """Give a resumed run's optimizer the configured learning rate and weight decay.
+
+    Loading a checkpoint restores the saving session's in every parameter group, and the
+    scheduler's base rates: a resume with another `trainer.lr` or `trainer.weight_decay`
+    would record the new value in the run's config.yaml and train with the old one. The
+    optimizer's moments and the schedule's position are kept; the rate is the new base rate
+    at that position. Returns a line saying what changed (None: nothing)."""
+    inner = getattr(scheduler, "scheduler", scheduler)  # accelerate wraps it
+    groups = optimizer.param_groups
+    before = (inner.base_lrs[0], groups[0]["weight_decay"]) if groups else (lr, weight_decay)
+    if before == (lr, weight_decay):
+        return None
+    inner.base_lrs = [lr] * len(groups)
+    factors = [f(inner.last_epoch) for f in inner.lr_lambdas]  # the schedule's (LambdaLR)
+    for group, factor in zip(groups, factors, strict=True):
+        group.update(lr=lr * factor, initial_lr=lr, weight_decay=weight_decay)
+    inner._last_lr = [group["lr"] for group in groups]
+    return (
+        f"resumed with trainer.lr {before[0]:g} -> {lr:g}, trainer.weight_decay "
+        f"{before[1]:g} -> {weight_decay:g} (the optimizer's moments and the schedule kept)"
+    )
 
 
 def _trainable(model) -> set[str] | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 from accelerate import Accelerator
 from transformers import AutoModelForCausalLM
 
-from selfplay.trainer.checkpoint import Checkpoints
+from selfplay.trainer.checkpoint import Checkpoints, configured_rates
 from tests.trainer.test_trainer_update import tiny_model
 
 
@@ -55,12 +56,37 @@ def test_partial_checkpoints_are_ignored_and_old_ones_pruned(tmp_path):
     (checkpoints.root / "step-000004.partial" / "state").mkdir(parents=True)  # killed mid-save
     assert [p.name for p in checkpoints.completed()] == ["step-000002", "step-000003"]
     assert checkpoints.latest().name == "step-000003"
-    # a pruned checkpoint that an evaluation's merge was writing into goes at the next prune
+    # a pruned checkpoint that an evaluation's merge was writing into goes at the next prune,
+    # and so does a save killed before its rename (step 4 is never saved again: it would stay)
     (checkpoints.root / "step-000001" / "model" / ".prepare-1@host-x").mkdir(parents=True)
     checkpoints.save(accelerator, model, None, step=5)
-    assert sorted(p.name for p in checkpoints.root.iterdir()) == [
-        "step-000003", "step-000004.partial", "step-000005"
-    ]  # fmt: skip
+    assert sorted(p.name for p in checkpoints.root.iterdir()) == ["step-000003", "step-000005"]
+
+
+def test_a_resume_trains_at_the_configured_rate_and_weight_decay(tmp_path):
+    """Loading a checkpoint restores the saving session's rate, weight decay and base rates:
+    `configured_rates` puts the configured ones back, at the schedule's position, keeping the
+    moments; with nothing changed it says and changes nothing."""
+    accelerator, model, optimizer, scheduler = prepared(0)
+    one_step(model, optimizer, scheduler)
+    one_step(model, optimizer, scheduler)
+    checkpoints = Checkpoints(tmp_path)
+    checkpoints.save(accelerator, model, None, step=2)
+    accelerator2, _, optimizer2, scheduler2 = prepared(1)
+    checkpoints.load(accelerator2, checkpoints.latest())
+    assert optimizer2.param_groups[0]["lr"] == pytest.approx(
+        1e-3 / 3
+    )  # the saved session's, at epoch 2
+    moments = optimizer2.state_dict()["state"]
+    assert configured_rates(optimizer2, scheduler2, 1e-3, 0.01) is None
+    note = configured_rates(optimizer2, scheduler2, 3e-4, 0.1)
+    assert note.startswith("resumed with trainer.lr 0.001 -> 0.0003")
+    group = optimizer2.param_groups[0]
+    assert (group["initial_lr"], group["weight_decay"]) == (3e-4, 0.1)
+    assert group["lr"] == pytest.approx(1e-4) and scheduler2.get_last_lr() == [group["lr"]]
+    assert optimizer2.state_dict()["state"].keys() == moments.keys()
+    scheduler2.step()  # and the schedule goes on from the new base rate
+    assert optimizer2.param_groups[0]["lr"] == pytest.approx(3e-4 / 4)
 
 
 def test_what_a_resume_on_another_world_size_leaves_behind_is_said_in_one_line():
