@@ -5,14 +5,14 @@
 
 Opening a pool of an older schema migrates it, and a run's first look-up gives its tasks the
 keys they lack (`TaskStore.fill_keys`): both write. A benchmark or a script that only reads a
-pool opens a copy of the SQLite file (with its write-ahead log, so that what the run last
-committed is there) in a temporary folder, so the run's own file is never changed and a run
-writing it meanwhile is not disturbed.
+pool opens a copy of the SQLite file (SQLite's online backup: what the run last committed) in
+a temporary folder, so the run's own file is never changed, and a run writing it meanwhile is
+neither disturbed nor read half-written.
 """
 
 from __future__ import annotations
 
-import shutil
+import sqlite3
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,11 +40,24 @@ def opened_copy(path: str | Path, run: str, config: CurriculumConfig | None = No
     config = replace(config or CurriculumConfig(), run=run)
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / "pool.sqlite"
-        for suffix in ("", "-wal"):
-            if Path(f"{path}{suffix}").exists():
-                shutil.copy(f"{path}{suffix}", f"{copy}{suffix}")
+        _backup(path, copy)
         runs = TaskStore.runs(str(copy), config)
         if run not in runs:
             raise StoreError(f"{path} holds no run {run!r}; its runs: {', '.join(runs) or 'none'}")
         with TaskStore.open(str(copy), run, config, create=False) as store:
             yield store
+
+
+def _backup(path: Path, copy: Path) -> None:
+    """A consistent copy of the database at `path`, what its last commit left, made by SQLite
+    (its online backup): copying the file and then its write-ahead log could pair a file the
+    run's checkpointer has just written with a log restarted after it, a malformed copy."""
+    source = sqlite3.connect(path)
+    target = sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"{path}: not a readable SQLite database ({err})") from None
+    finally:
+        target.close()
+        source.close()

@@ -59,3 +59,22 @@ def test_a_missing_run_file_or_a_url_is_an_error_that_creates_nothing(tmp_path):
         opened_copy("postgresql://localhost/pool", "old"),
     ):
         pass
+
+
+def test_the_copy_holds_what_a_run_still_writing_has_committed(tmp_path):
+    """A run keeps its pool open and its last commits in the write-ahead log: the copy holds
+    every committed task, and the run writes on undisturbed."""
+    from pool_helpers import task
+
+    from selfplay.curriculum import Provenance, TaskStore
+
+    path = tmp_path / "pool.sqlite"
+    with TaskStore.open(str(path), "r") as run:
+        run.add_tasks([task(i) for i in range(100)], Provenance("seed", 0))
+        with opened_copy(path, "r") as store:
+            assert len(store) == 100
+            run.add_tasks([task(1000 + i) for i in range(5)], Provenance("proposed", 1))
+            assert len(store) == 100  # a copy: what was committed when it was made
+        assert len(run) == 105
+    with opened_copy(path, "r") as store:
+        assert len(store) == 105
