@@ -91,7 +91,10 @@ def _run(config: Config, out, log: Path) -> Path:
     wandb = cfg.run.wandb_project or None
     logger = None
     if main:  # metrics, progress and the summary come from rank 0 only
-        logger = MetricsLogger(state.folder, start - 1, cfg.run.tensorboard, wandb, to_dict(cfg))
+        # the logs keep the steps the checkpoint holds; step 0 (the seeding, an evaluation) is
+        # logged again by a run that starts from step 1, so its earlier line goes too
+        kept = start - 1 if start > 1 else -1
+        logger = MetricsLogger(state.folder, kept, cfg.run.tensorboard, wandb, to_dict(cfg))
         if cfg.run.log_samples:
             state.samples = SampleLog(state.folder, state.tokenizer, start - 1)
     if not main:

@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-import yaml
 
-from selfplay import semi
+from selfplay import resume, semi
 from selfplay.config import Config, to_dict
 from selfplay.config.fields import ConfigError
 from selfplay.curriculum import Provenance
@@ -46,7 +45,7 @@ from selfplay.judge import Judge
 from selfplay.mathcheck import MathChecker
 from selfplay.new_work import KEYS, task_keys
 from selfplay.provenance import record_session
-from selfplay.trainer.checkpoint import Checkpoints, configured_rates
+from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.entropy_control import EntropyControl
 from selfplay.trainer.kl_control import KLControl
 from selfplay.trivial import stock_solves
@@ -139,16 +138,6 @@ def _unconstrained_on_fallback(config: Config) -> Config:
     return replace(config, generation=off)
 
 
-def _save_config(config: Config, folder: Path) -> None:
-    """Write config.yaml; a resumed run with a changed configuration keeps the old one too."""
-    path = folder / "config.yaml"
-    text = yaml.safe_dump(to_dict(config), sort_keys=False)
-    if path.exists() and path.read_text() != text:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path.rename(folder / f"config.before-{stamp}.yaml")
-    path.write_text(text)
-
-
 def _optimizer(model, t) -> tuple:
     """AdamW over the trainable parameters, and its linear warm-up (`trainer.warmup_steps`
     optimizer steps)."""
@@ -211,7 +200,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     _check_sharding(accelerator, config)
     latest = ranks.broadcast(Checkpoints(folder).latest())
     if latest is not None:  # before the model loads and the folder's config is rewritten
-        ranks.on_main(_check_pool_to_resume, config, folder)
+        ranks.on_main(resume.check_pool, config, folder)
     precision = {"no": "float32"}.get(accelerator.mixed_precision, accelerator.mixed_precision)
     if announce is not None and ranks.is_main:
         announce(config, folder, str(accelerator.device), ranks.world_size, precision)
@@ -223,7 +212,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     # leaves nothing there but its log, and no folder (`selfplay.console`)
     if ranks.is_main:
         folder.mkdir(parents=True, exist_ok=True)
-        _save_config(config, folder)
+        if latest is None:  # a resumed run's, once its checkpoint has loaded
+            resume.save_config(config, folder)
     executor = Executor(config.executor)
     local = None
     if ranks.is_main:
@@ -231,7 +221,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
             config.curriculum.store,
             config.curriculum.run,
             config.curriculum,
-            create=latest is None,  # a resumed run's pool holds it (`_check_pool_to_resume`)
+            create=latest is None,  # a resumed run's pool holds it (`resume.check_pool`)
             run_config=to_dict(config),
             answers=config.selfplay.solver_samples,
             selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
@@ -239,11 +229,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     store = SharedStore(local, ranks)
     start, saved = 1, {}
     if latest is not None:
-        saved = Checkpoints(folder).load(accelerator, latest)
+        saved = resume.restore(accelerator, optimizer, scheduler, config, folder, latest, ranks)
         start = saved["step"] + 1
-        changed = configured_rates(optimizer, scheduler, t.lr, t.weight_decay)
-        if changed and ranks.is_main:
-            print(changed, file=sys.stderr)
     engine = make_engine(config, accelerator.unwrap_model(model), tokenizer, source)
     if latest is not None:
         engine.load_weights(accelerator.unwrap_model(model))
@@ -269,69 +256,19 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     )
     if ranks.is_main:
         _prepare_pool(run, labeled, start)
-        # each session's first step, code, machine and precision (`selfplay.provenance`)
+        # each session's first step, code, machine and precision (`selfplay.provenance`); a
+        # finished run run again trains nothing
         fields = dict(first_step=start, processes=ranks.world_size, update=precision)
-        record_session(folder, dtype=dtype_name(config.model.dtype), **fields)
+        if start <= config.run.steps:
+            record_session(folder, dtype=dtype_name(config.model.dtype), **fields)
     return run, start
-
-
-def _check_pool_to_resume(config: Config, folder: Path) -> None:
-    """A run resuming from a checkpoint needs the pool its steps wrote. A store without the run
-    (another `curriculum.store`, or a run folder copied under a new name) is refused, not given
-    a new empty pool under a model trained for many steps."""
-    from selfplay.curriculum import StoreError, TaskStore, database
-
-    name, store = config.curriculum.run, config.curriculum.store
-    held = TaskStore.runs(store, config.curriculum)
-    if name in held:
-        return
-    url = database.resolve_url(store, name)
-    where = database.shown(url)
-    path = Path(url.removeprefix("sqlite:///"))
-    if url.startswith("sqlite:///") and path.is_relative_to(folder.resolve()) and held:
-        copied = held[0] if len(held) == 1 else "RUN"
-        fix = (
-            "a run folder copied under a new name: rename the run in its pool "
-            f"(selfplay pool rename --store {path} --run {copied} {name})"
-        )
-    else:
-        fix = (
-            "point curriculum.store at the run's pool; a pool outside the run folder is not "
-            "copied with it (copy it too, and point curriculum.store at the copy)"
-        )
-    raise StoreError(
-        f"{folder} has checkpoints but the pool {where} has no run named {name!r} (it holds: "
-        f"{', '.join(held) or 'none'}); {fix}"
-    )
-
-
-def _roll_back(store, step: int) -> None:
-    """Take the pool back to the checkpoint's step: what lost steps added after it goes, so
-    that the steps run again draw what the lost ones drew. Without a checkpoint (`step` 0)
-    the pool is left as it is: it may be shared with a run elsewhere, or its checkpoints
-    moved, and deleting a whole run's tasks is not a resume's call to make."""
-    if step == 0:
-        if store.last_step > 0:
-            print(
-                f"pool: run {store.run} holds tasks or answers up to step {store.last_step} "
-                "but this folder has no checkpoint; they stay, and step 1 starts from them",
-                file=sys.stderr,
-            )
-        return
-    tasks, attempts = store.roll_back(step)
-    if tasks or attempts:
-        print(
-            f"pool: {tasks} tasks and {attempts} attempts recorded after step {step} removed; "
-            f"the run goes on from step {step + 1}",
-            file=sys.stderr,
-        )
 
 
 def _prepare_pool(run: Run, labeled, start: int) -> None:
     """Rank 0 takes the pool back to the step before `start`, imports the labeled sets, seeds
     an empty pool and judges an older pool's abduction tasks before the first step."""
     config, store, executor, folder = run.config, run.store.local, run.executor, run.folder
-    _roll_back(store, start - 1)
+    resume.roll_back(store, start - 1)
     run.imports = semi.import_labeled(
         store,
         executor,

@@ -238,9 +238,27 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     with open(tmp_path / "fixed.txt", "w") as out:
         run(load(None, fixed), out=out)
     assert read_metrics(folder)[-1]["update/kl_coef"] == pytest.approx(0.05)
-    # each session of the run, the two resumed ones too, says where it started
+    # each session of the run, the two resumed ones too, says where it started; a finished
+    # run run again trains nothing and adds none
+    with open(tmp_path / "finished.txt", "w") as out:
+        run(load(None, fixed), out=out)
+    assert "already finished" in (tmp_path / "finished.txt").read_text()
     sessions = [json.loads(line) for line in (folder / "sessions.jsonl").read_text().splitlines()]
     assert [s["first_step"] for s in sessions] == [1, 3, 4]
+
+
+def test_a_run_resumed_before_its_first_checkpoint_logs_step_0_once(tmp_path, tiny_model_dir):
+    """Without a checkpoint a run starts from step 1 and logs step 0 (its seeding) again: the
+    line the lost session wrote goes, so the metrics hold each step once."""
+    folder = tmp_path / "run"
+    args = [*overrides(folder, tiny_model_dir, steps=1), "run.checkpoint_every=5"]
+    args += ["selfplay.seed_proposals=1", "selfplay.seed_round=1", "run.tensorboard=false"]
+    run(load(None, args), out=open(os.devnull, "w"))  # noqa: SIM115
+    import shutil
+
+    shutil.rmtree(folder / "checkpoints")  # as if it stopped in step 1, before any checkpoint
+    run(load(None, args), out=open(os.devnull, "w"))  # noqa: SIM115
+    assert [m["step"] for m in read_metrics(folder)] == [0, 1]
 
 
 def test_a_run_adapts_its_entropy_bonus_and_resumes_with_it(tmp_path, formatted_model_dir):

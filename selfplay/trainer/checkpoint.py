@@ -276,11 +276,16 @@ def _load_lora_models(models, input_dir) -> None:
         path = Path(input_dir) / name
         device = next(model.parameters()).device
         saved = _named_as(load_file(str(path), device=str(device)), _prefixed(trainable))
-        missing, unexpected = model.load_state_dict(saved, strict=False)
+        changed = f"{path}: not this LoRA model's state"
+        try:
+            missing, unexpected = model.load_state_dict(saved, strict=False)
+        except RuntimeError as err:  # tensors of other shapes: another rank
+            first = str(err).split("size mismatch for ", 1)[-1].split("\n")[0]
+            raise ValueError(f"{changed} ({first}); was the run's trainer.lora changed?") from None
         lacking = sorted(trainable & set(missing))
         if unexpected or lacking:
             raise ValueError(
-                f"{path}: not this LoRA model's state (adapter tensors missing: {lacking[:3]}, "
+                f"{changed} (adapter tensors missing: {lacking[:3]}, "
                 f"unknown tensors: {sorted(unexpected)[:3]}); was the run's trainer.lora changed?"
             )
         del models[index]

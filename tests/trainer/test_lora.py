@@ -192,6 +192,12 @@ def test_a_lora_run_checkpoints_and_resumes(tmp_path, tiny_model_dir):
     with pytest.raises(ValueError, match="adapter tensors missing"):
         open_run(load(None, [*args, "run.steps=5"]))
     save_file(tensors, str(latest))
+    # so is one of another rank, said as such, and the run's config.yaml stays as it was
+    recorded, before = (folder / "config.yaml").read_text(), sorted(folder.glob("config.*"))
+    with pytest.raises(ValueError, match="was the run's trainer.lora changed"):
+        open_run(load(None, [*args, "run.steps=5", "trainer.lora.rank=8"]))
+    assert (folder / "config.yaml").read_text() == recorded
+    assert sorted(folder.glob("config.*")) == before
 
     # a state written whole (as accelerate writes it without the hook) still resumes
     state, _ = open_run(load(None, [*args, "run.steps=5"]))
