@@ -35,14 +35,15 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class BadLine:
-    """A line of a JSONL file that is not a JSON object."""
+    """A line of a JSONL file that is not a JSON object of text."""
 
     line: int
     error: str
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | BadLine]]:
-    """(line number, record) per non-blank line; a broken line yields a `BadLine`, not an error.
+    """(line number, record) per non-blank line; a broken line (not JSON, not an object, or
+    with a string that is not text: `text_error`) yields a `BadLine`, not an error.
 
     Reads `.gz` files transparently; `-` is standard input.
     """
@@ -64,10 +65,35 @@ def _parse_lines(stream) -> Iterator[tuple[int, dict | BadLine]]:
         except ValueError as err:
             yield number, BadLine(number, f"not JSON: {err}")
             continue
-        if isinstance(record, dict):
-            yield number, record
-        else:
+        if not isinstance(record, dict):
             yield number, BadLine(number, "a record must be a JSON object")
+        elif "\\u" in line and (error := text_error(record)):  # only an escape writes one
+            yield number, BadLine(number, error)
+        else:
+            yield number, record
+
+
+def text_error(value, where: str = "the record") -> str:
+    """Why a parsed JSON value is not text that can be stored, or "" when it is: a string that
+    holds a lone surrogate (`"\\ud83d"`, an emoji's escape pair cut in half). JSON's `\\u`
+    escapes can write one, but UTF-8 cannot encode it, so a database insert or a file write of
+    the record would fail later, far from its line and with the good records written beside it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            char = value[err.start]
+            return f"{where} holds a lone surrogate {char!r} (half of a \\u escape pair), not text"
+        return ""
+    if isinstance(value, dict):
+        items = [(key, f"a field name of {where}") for key in value]
+        items += [(item, f"field {key!r}") for key, item in value.items()]
+    else:
+        items = [(item, where) for item in value] if isinstance(value, list) else []
+    for item, place in items:
+        if error := text_error(item, place):
+            return error
+    return ""
 
 
 def records(path: str | Path) -> list[dict]:

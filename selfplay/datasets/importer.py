@@ -14,9 +14,9 @@ For each candidate task (see `seeds.py`):
 
 A candidate that fails anywhere is a `Reject` with the executor's reason (`syntax`,
 `policy:<rule>`, `timeout`, `nondeterministic`, `input:<why>`, `output_mismatch`, ...) and its
-line; a malformed record is a `malformed_record` reject; an MBPP assert that cannot become a
-task is one reject per task type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is
-dropped without a reason.
+line; a malformed record (not JSON, or with a string that is not text, `files.text_error`) is
+a `malformed_record` reject; an MBPP assert that cannot become a task is one reject per task
+type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is dropped without a reason.
 
 Math problems (GSM8K, MATH-500; `candidates.MathCandidate`) take another path: they have no
 program, so the executor is not involved. Their gold answer must parse with the math checker

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from selfplay.datasets import mbpp
 from selfplay.datasets.candidates import Candidate, MathCandidate, Reject
-from selfplay.files import BadLine, read_jsonl
+from selfplay.files import BadLine, read_jsonl, text_error
 from selfplay.mathcheck.extract import gsm8k_gold, math500_gold
 from selfplay.types import TASK_TYPES
 
@@ -66,14 +66,14 @@ def read_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
         yield number, record
 
 
-def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
+def _parquet_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
     import pyarrow.parquet as pq
 
     number = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
         for record in batch.to_pylist():
             number += 1
-            yield number, record
+            yield number, _checked(number, record)
 
 
 def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
@@ -87,11 +87,16 @@ def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
         yield 1, Reject(1, "file", None, "malformed_record", "a .json file must hold an array")
         return
     for number, record in enumerate(data, start=1):
-        if isinstance(record, dict):
-            yield number, record
-        else:
-            detail = "a record must be a JSON object"
-            yield number, Reject(number, f"record {number}", None, "malformed_record", detail)
+        yield number, _checked(number, record)
+
+
+def _checked(number: int, record) -> dict | Reject:
+    """Record `number` of a .json or Parquet file, checked as `read_jsonl` checks a line: a
+    JSON object whose strings are text (`text_error`), else a `malformed_record` reject."""
+    error = text_error(record) if isinstance(record, dict) else "a record must be a JSON object"
+    if error:
+        return Reject(number, f"record {number}", None, "malformed_record", error)
+    return record
 
 
 MATH_FORMATS = ("gsm8k", "math500", "generic_math")  # formats whose records are math problems

@@ -74,6 +74,42 @@ def test_import_validates_and_reports_every_reject(store_url, tmp_path, executor
     assert len(report.rejects) == 2 + report.candidates - report.accepted
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "json"])
+def test_a_record_with_a_lone_surrogate_is_a_reject_and_the_rest_import(
+    store_url, tmp_path, executor, suffix
+):
+    """A lone surrogate escape (`"\\ud83d"`, a cut emoji) is valid JSON but not text: in a
+    field the executor never runs (an induction message, a math problem, an MBPP description)
+    it reached the database insert, which failed and took the file's other records with it."""
+    cut = "doubles \ud83d"
+    records = [
+        {"program": "def f(x):\n    return x + 1", "type": "induction", "inputs": ["1", "2", "3"]},
+        {
+            "program": "def f(x):\n    return x * 2",
+            "type": "induction",
+            "inputs": ["1", "2", "3"],
+            "message": cut,
+        },
+        {"question": f"Tom has 3 apples and {cut} them. How many now?", "answer": "#### 6"},
+        {"code": "def g(x):\n    return x", "test_list": ["assert g(1) == 1"], "text": cut},
+        {"program": "def f(x):\n    return x - 1", "type": "deduction", "input": "1", cut: 1},
+        {"program": "def f(x):\n    return x - 2", "type": "deduction", "input": "1"},
+    ]
+    path = tmp_path / f"seeds.{suffix}"
+    if suffix == "json":
+        path.write_text(json.dumps(records))  # the escapes as a file holds them (ensure_ascii)
+    else:
+        _write(path, records)
+    with TaskStore.open(store_url, run="r") as store:
+        report = import_file(store, path, executor)
+        assert (report.records, report.added) == (6, 2) and len(store) == 2
+    assert report.reasons() == {"malformed_record": 4}
+    assert [r.line for r in report.rejects] == [2, 3, 4, 5]
+    assert all("lone surrogate '\\ud83d'" in r.detail for r in report.rejects)
+    assert "field 'message'" in report.rejects[0].detail
+    assert "field name" in report.rejects[3].detail
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
 def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
     seeds = _write(tmp_path / "seeds.jsonl", SEEDS[:4])
