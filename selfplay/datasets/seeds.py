@@ -71,15 +71,39 @@ def _parquet_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
 
     number = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
-        for record in batch.to_pylist():
+        try:
+            rows = batch.to_pylist()
+        except UnicodeDecodeError:  # a string that is not UTF-8: find its rows one by one
+            rows = [_parquet_row(batch, i) for i in range(batch.num_rows)]
+        for record in rows:
             number += 1
-            yield number, _checked(number, record)
+            if isinstance(record, str):
+                yield number, Reject(number, f"record {number}", None, "malformed_record", record)
+            else:
+                yield number, _checked(number, record)
+
+
+def _parquet_row(batch, i: int) -> dict | str:
+    """Row `i` of a Parquet batch, or why it cannot be read (a field that is not UTF-8)."""
+    record = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        try:
+            record[name] = column[i].as_py()
+        except UnicodeDecodeError as err:
+            return f"field {name!r} is not UTF-8: {err}"
+    return record
 
 
 def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
-    """A JSON array of records; record i (from 1) stands where a JSONL file has line i."""
+    """A JSON array of records; record i (from 1) stands where a JSONL file has line i. A byte
+    that is not UTF-8 makes its record a reject, as it makes its line one in a JSONL file."""
+    raw = path.read_bytes()
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        text, undecoded = raw.decode("utf-8"), False
+    except UnicodeDecodeError:  # kept as surrogates, which `text_error` finds in their record
+        text, undecoded = raw.decode("utf-8", "surrogateescape"), True
+    try:
+        data = json.loads(text)
     except ValueError as err:
         yield 1, Reject(1, "file", None, "malformed_record", f"not a JSON array: {err}")
         return
@@ -87,13 +111,16 @@ def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
         yield 1, Reject(1, "file", None, "malformed_record", "a .json file must hold an array")
         return
     for number, record in enumerate(data, start=1):
-        yield number, _checked(number, record)
+        yield number, _checked(number, record, undecoded)
 
 
-def _checked(number: int, record) -> dict | Reject:
+def _checked(number: int, record, undecoded: bool = False) -> dict | Reject:
     """Record `number` of a .json or Parquet file, checked as `read_jsonl` checks a line: a
     JSON object whose strings are text (`text_error`), else a `malformed_record` reject."""
-    error = text_error(record) if isinstance(record, dict) else "a record must be a JSON object"
+    if isinstance(record, dict):
+        error = text_error(record, undecoded=undecoded)
+    else:
+        error = "a record must be a JSON object"
     if error:
         return Reject(number, f"record {number}", None, "malformed_record", error)
     return record
