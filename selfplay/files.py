@@ -35,28 +35,37 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class BadLine:
-    """A line of a JSONL file that is not a JSON object."""
+    """A line of a JSONL file that is not a JSON object of text."""
 
     line: int
     error: str
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | BadLine]]:
-    """(line number, record) per non-blank line; a broken line yields a `BadLine`, not an error.
+    """(line number, record) per non-blank line; a broken line (not UTF-8, not JSON, not an
+    object, or with a string that is not text: `text_error`) yields a `BadLine`, not an error,
+    and the lines after it are read as usual.
 
-    Reads `.gz` files transparently; `-` is standard input.
+    Each line is decoded on its own, strictly: a byte that is not UTF-8 (a Latin-1 `é`) makes
+    its line a `BadLine`, where a replacement character would have let a changed record pass
+    for a good one. Lines end at `\\n`. Reads `.gz` files transparently; `-` is standard input.
     """
     if str(path) == "-":
-        yield from _parse_lines(sys.stdin)
+        yield from _parse_lines(sys.stdin.buffer)
         return
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as stream:
+    with opener(path, "rb") as stream:
         yield from _parse_lines(stream)
 
 
 def _parse_lines(stream) -> Iterator[tuple[int, dict | BadLine]]:
-    for number, line in enumerate(stream, start=1):
+    for number, raw in enumerate(stream, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            yield number, BadLine(number, f"not UTF-8: {err}")
+            continue
         if not line.strip():
             continue
         try:
@@ -64,10 +73,40 @@ def _parse_lines(stream) -> Iterator[tuple[int, dict | BadLine]]:
         except ValueError as err:
             yield number, BadLine(number, f"not JSON: {err}")
             continue
-        if isinstance(record, dict):
-            yield number, record
-        else:
+        if not isinstance(record, dict):
             yield number, BadLine(number, "a record must be a JSON object")
+        elif "\\u" in line and (error := text_error(record)):  # only an escape writes one
+            yield number, BadLine(number, error)
+        else:
+            yield number, record
+
+
+def text_error(value, where: str = "the record", *, undecoded: bool = False) -> str:
+    """Why a parsed JSON value is not text that can be stored, or "" when it is: a string that
+    holds a lone surrogate (`"\\ud83d"`, an emoji's escape pair cut in half). JSON's `\\u`
+    escapes can write one, but UTF-8 cannot encode it, so a database insert or a file write of
+    the record would fail later, far from its line and with the good records written beside it.
+
+    `undecoded`: the JSON text was decoded with `surrogateescape`, which keeps each byte that is
+    not UTF-8 as a surrogate U+DC80-U+DCFF; the message names the byte."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            char = value[err.start]
+            if undecoded and 0xDC80 <= ord(char) <= 0xDCFF:
+                return f"{where} holds byte 0x{ord(char) - 0xDC00:02x}, which is not UTF-8"
+            return f"{where} holds a lone surrogate {char!r} (half of a \\u escape pair), not text"
+        return ""
+    if isinstance(value, dict):
+        items = [(key, f"a field name of {where}") for key in value]
+        items += [(item, f"field {key!r}") for key, item in value.items()]
+    else:
+        items = [(item, where) for item in value] if isinstance(value, list) else []
+    for item, place in items:
+        if error := text_error(item, place, undecoded=undecoded):
+            return error
+    return ""
 
 
 def records(path: str | Path) -> list[dict]:

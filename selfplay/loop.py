@@ -102,9 +102,11 @@ def _run(config: Config, out, log: Path) -> Path:
     state.on_stage = progress.stage
     for report in state.imports or ():
         contaminated = sum(n for r, n in report.reasons().items() if r.startswith("contaminated"))
+        relabeled = report.relabeled
         progress.note(
             f"labeled set {report.file}: {report.accepted} of {report.candidates} tasks accepted, "
             f"{report.added} new in the pool"
+            + (f", {relabeled} held as seed or proposed labeled now" if relabeled else "")
             + (f", {contaminated} left out as benchmark programs" if contaminated else "")
         )
     try:

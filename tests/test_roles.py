@@ -186,3 +186,16 @@ def test_an_induction_proposal_becomes_a_task_with_hidden_pairs(executor):
     answer = parse_answer(solution, "induction")
     assert executor.verify(task, [answer.text])[0].ok
     assert isinstance(parse_answer("def g(): pass", "induction"), ParseFailure)
+
+
+def test_inputs_equal_once_canonical_are_one_pair_of_an_induction_task(executor):
+    """`f([1,2])` and `f([1, 2])` are one input: kept twice, the repeat was a hidden check of a
+    shown pair, and the export of the task did not import back."""
+    text = "```python\nf([1,2])\nf([1, 2])\nf([3])\nf([4, 5])\n```\nMessage: sums"
+    proposal = parse_proposal(text, "induction", "def f(xs):\n    return sum(xs)")
+    assert len(proposal.inputs) == 4  # as written; the executor makes them canonical
+    verdicts = executor.validate(proposal.cases)
+    assert task_from(proposal, verdicts, n_visible=3) is None  # 3 pairs: none left hidden
+    task = task_from(proposal, verdicts, n_visible=2)
+    assert task.inputs == ("[1, 2]", "[3]", "[4, 5]") and task.outputs == ("3", "3", "9")
+    assert task.hidden_pairs == (("[4, 5]", "9"),)

@@ -86,6 +86,15 @@ class PoolIndex:
             merged.flags.writeable = False
             self._derived[("attempted",)] = merged
 
+    def relabel(self, ids, origin: int) -> None:
+        """Set the `origin` of the tasks of `ids` (after the write has committed); ids this
+        index does not hold (tasks another process added since it was loaded) wait for a
+        reload, which reads them as they are."""
+        ids = np.asarray(ids, dtype=np.int64)
+        ids = ids[np.isin(ids, self["id"])]
+        if len(ids):
+            self.put(self.positions(ids), {"origin": np.full(len(ids), origin, dtype=np.int8)})
+
     def positions(self, ids) -> np.ndarray:
         """Positions of task ids; KeyError for ids this index does not hold."""
         ids = np.asarray(ids, dtype=np.int64)

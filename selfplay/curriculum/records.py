@@ -46,10 +46,13 @@ class PoolTask:
 
 @dataclass(frozen=True)
 class AddResult:
-    """Ids of the added tasks, in input order; `added[i]` is False for a duplicate."""
+    """Ids of the added tasks, in input order; `added[i]` is False for a duplicate.
+    `relabeled`: the duplicates held as `seed` or `proposed` that came with origin `labeled`
+    and are labeled now (ids, ascending)."""
 
     ids: tuple[int, ...]
     added: tuple[bool, ...]
+    relabeled: tuple[int, ...] = ()
 
     @property
     def n_added(self) -> int:

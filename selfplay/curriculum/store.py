@@ -47,7 +47,6 @@ from selfplay.curriculum.records import (
     SolverBatch,
     TaskAttempts,
 )
-from selfplay.curriculum.schema import KEY_COLUMNS
 from selfplay.curriculum.trajectories import Trajectories, TrajectoryWindow
 from selfplay.types import TASK_TYPES, Task, TaskType
 
@@ -214,21 +213,12 @@ class TaskStore:
         `guessable`, per task, whether a stock input solves it (None: not judged, the default;
         `curriculum.guessable_weight`); `keys`, per column of `KEY_COLUMNS`, each task's key
         (`new_work.task_keys`; None, or a column left out: computed when `keyed_tasks` first
-        needs it)."""
-        if isinstance(provenance, Provenance):
-            provenance = [provenance] * len(tasks)
-        if verifications is None or isinstance(verifications, dict):
-            verifications = [verifications] * len(tasks)
-        marks = [None] * len(tasks) if guessable is None else guessable
-        guessable = [None if g is None else bool(g) for g in marks]  # not numpy's bool
-        keys = keys or {}
-        if unknown := set(keys) - set(KEY_COLUMNS):
-            raise ValueError(f"no task key {sorted(unknown)}: the keys are {KEY_COLUMNS}")
-        given = [list(keys.get(c, [None] * len(tasks))) for c in KEY_COLUMNS]
-        if len({len(x) for x in (tasks, provenance, verifications, guessable, *given)}) > 1:
-            raise ValueError("tasks, provenance, verifications, guessable, keys: unequal")
-        rows = [dict(zip(KEY_COLUMNS, k, strict=True)) for k in zip(*given, strict=True)]
-        self._keyed -= {c for c, column in zip(KEY_COLUMNS, given, strict=True) if None in column}
+        needs it). A task held as `seed` or `proposed` that comes with origin `labeled` becomes
+        labeled (`AddResult.relabeled`)."""
+        provenance, verifications, guessable, rows, unkeyed = writes.add_arguments(
+            tasks, provenance, verifications, guessable, keys
+        )
+        self._keyed -= unkeyed
         for prov in provenance:
             if prov.references:
                 self._index.positions(prov.references)  # KeyError: not a task of this run
@@ -236,6 +226,9 @@ class TaskStore:
             self._engine, self._run_id, tasks, provenance, verifications, guessable, rows
         )
         self._index.append(appended)
+        if result.relabeled:  # labeled now: the selection judged them as unlabeled
+            self._index.relabel(result.relabeled, ORIGINS.index("labeled"))
+            self._selection_cache = None
         self._p_cache = None
         self._wrote()
         return result

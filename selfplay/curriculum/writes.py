@@ -44,6 +44,7 @@ from selfplay.curriculum.records import (
     content_hash,
 )
 from selfplay.curriculum.schema import (
+    KEY_COLUMNS,
     Ability,
     Attempt,
     RunRow,
@@ -132,23 +133,53 @@ def _row(
     }
 
 
+def add_arguments(tasks, provenance, verifications, guessable, keys) -> tuple:
+    """`TaskStore.add_tasks`'s arguments as lists of one item per task: (provenance,
+    verifications, guessable, key rows) and the key columns that some task has no key in;
+    ValueError where they do not fit."""
+    if isinstance(provenance, Provenance):
+        provenance = [provenance] * len(tasks)
+    if verifications is None or isinstance(verifications, dict):
+        verifications = [verifications] * len(tasks)
+    marks = [None] * len(tasks) if guessable is None else guessable
+    guessable = [None if g is None else bool(g) for g in marks]  # not numpy's bool
+    keys = keys or {}
+    if unknown := set(keys) - set(KEY_COLUMNS):
+        raise ValueError(f"no task key {sorted(unknown)}: the keys are {KEY_COLUMNS}")
+    given = [list(keys.get(c, [None] * len(tasks))) for c in KEY_COLUMNS]
+    if len({len(x) for x in (tasks, provenance, verifications, guessable, *given)}) > 1:
+        raise ValueError("tasks, provenance, verifications, guessable, keys: unequal")
+    rows = [dict(zip(KEY_COLUMNS, k, strict=True)) for k in zip(*given, strict=True)]
+    unkeyed = {c for c, column in zip(KEY_COLUMNS, given, strict=True) if None in column}
+    return provenance, verifications, guessable, rows, unkeyed
+
+
 def add_tasks(
     engine, run_id: int, tasks, provenance, verifications, guessable, keys: list[dict]
 ) -> tuple[AddResult, dict[str, np.ndarray]]:
     """Insert the tasks not yet in the run; returns the result and the index rows to append.
-    A task already in the run keeps the `guessable` judgement and the keys (`KEY_COLUMNS`) it
-    was added with."""
+    A task already in the run keeps the `guessable` judgement, the keys (`KEY_COLUMNS`) and
+    the provenance it was added with, but one held as `seed` or `proposed` that comes with
+    origin `labeled` becomes labeled (`AddResult.relabeled`): a labeled set's tasks are labeled
+    however they entered first, else a pool seeded with the set gives a run no labeled task."""
     hashes = [content_hash(t) for t in tasks]
     first: dict[str, int] = {}
     for i, digest in enumerate(hashes):
         first.setdefault(digest, i)
     with database.write(engine) as s:
         ids: dict[str, int] = {}
+        relabel: list[int] = []
         for chunk in chunks(list(first)):
-            query = select(TaskRow.hash, TaskRow.id).where(
+            query = select(TaskRow.hash, TaskRow.id, TaskRow.origin).where(
                 TaskRow.run_id == run_id, among(s, TaskRow.hash, chunk, String)
             )
-            ids.update(s.execute(query).all())
+            for digest, task_id, origin in s.execute(query):
+                ids[digest] = task_id
+                if origin != "labeled" and provenance[first[digest]].origin == "labeled":
+                    relabel.append(task_id)
+        for chunk in chunks(sorted(relabel)):
+            labeled = update(TaskRow).where(among(s, TaskRow.id, chunk, BigInteger))
+            s.connection().execute(labeled.values(origin="labeled"))
         new = [i for digest, i in first.items() if digest not in ids]
         rows = [
             _row(
@@ -176,7 +207,8 @@ def add_tasks(
             if refs:
                 s.execute(insert(TaskReference), refs)
     fresh = set(new)
-    result = AddResult(tuple(ids[h] for h in hashes), tuple(i in fresh for i in range(len(hashes))))
+    added = tuple(i in fresh for i in range(len(hashes)))
+    result = AddResult(tuple(ids[h] for h in hashes), added, tuple(sorted(relabel)))
     return result, _index_rows(ids, hashes, new, tasks, provenance, guessable)
 
 

@@ -178,7 +178,8 @@ def _print_report(report) -> None:
     print(
         f"{report.file} ({report.format}): {report.records} records, {report.candidates} "
         f"candidate tasks, {report.accepted} accepted ({100 * report.acceptance_rate:.1f}%): "
-        f"{report.added} added, {report.duplicates} already in the pool",
+        f"{report.added} added, {report.duplicates} already in the pool"
+        + (f" ({report.relabeled} of them labeled now)" if report.relabeled else ""),
         file=out,
     )
     for reason, count in report.reasons().most_common():

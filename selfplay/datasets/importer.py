@@ -14,9 +14,9 @@ For each candidate task (see `seeds.py`):
 
 A candidate that fails anywhere is a `Reject` with the executor's reason (`syntax`,
 `policy:<rule>`, `timeout`, `nondeterministic`, `input:<why>`, `output_mismatch`, ...) and its
-line; a malformed record is a `malformed_record` reject; an MBPP assert that cannot become a
-task is one reject per task type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is
-dropped without a reason.
+line; a malformed record (not JSON, or with a string that is not text, `files.text_error`) is
+a `malformed_record` reject; an MBPP assert that cannot become a task is one reject per task
+type with an `mbpp:<why>` reason (see `mbpp.py`). Nothing is dropped without a reason.
 
 Math problems (GSM8K, MATH-500; `candidates.MathCandidate`) take another path: they have no
 program, so the executor is not involved. Their gold answer must parse with the math checker
@@ -72,6 +72,7 @@ class ImportReport:
     candidates: int = 0
     added: int = 0
     duplicates: int = 0  # valid, but already in the pool
+    relabeled: int = 0  # of the duplicates, those held as seed or proposed, labeled now
     by_type: Counter = field(default_factory=Counter)  # accepted candidates per type
     rejects: list[Reject] = field(default_factory=list)
 
@@ -97,6 +98,7 @@ class ImportReport:
             "accepted": self.accepted,
             "added": self.added,
             "duplicates": self.duplicates,
+            "relabeled": self.relabeled,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "by_type": dict(self.by_type),
             "rejected": len(self.rejects),
@@ -118,6 +120,10 @@ def import_file(
     benchmarks=None,
 ):
     """Validate and add the tasks of a seed file; returns an `ImportReport`.
+
+    With `labeled`, the tasks enter with origin `labeled`, and those the pool holds already as
+    `seed` or `proposed` (imported before as seeds, say) become labeled (`relabeled` in the
+    report, among the duplicates), in the transaction that adds the batch's new tasks.
 
     With `benchmarks` (a `contamination.BenchmarkPrograms`), a task whose program is one of a
     benchmark's is rejected as `contaminated:<benchmark>` before it runs.
@@ -236,6 +242,7 @@ def _import_math_batch(store, checker, batch: list[MathCandidate], report: Impor
         result = store.add_tasks(tasks, provenance, checks, keys=task_keys(tasks))
         report.added += result.n_added
         report.duplicates += result.n_duplicates
+        report.relabeled += len(result.relabeled)
         report.by_type.update(t.type for t in tasks)
 
 
@@ -262,6 +269,7 @@ def _import_batch(store, executor, batch: list[Candidate], report: ImportReport)
         result = store.add_tasks(tasks, provenance, checks, marks, keys)
         report.added += result.n_added
         report.duplicates += result.n_duplicates
+        report.relabeled += len(result.relabeled)
         report.by_type.update(t.type for t in tasks)
 
 

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from selfplay.datasets import mbpp
 from selfplay.datasets.candidates import Candidate, MathCandidate, Reject
-from selfplay.files import BadLine, read_jsonl
+from selfplay.files import BadLine, read_jsonl, text_error
 from selfplay.mathcheck.extract import gsm8k_gold, math500_gold
 from selfplay.types import TASK_TYPES
 
@@ -66,20 +66,44 @@ def read_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
         yield number, record
 
 
-def _parquet_records(path: Path) -> Iterator[tuple[int, dict]]:
+def _parquet_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
     import pyarrow.parquet as pq
 
     number = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
-        for record in batch.to_pylist():
+        try:
+            rows = batch.to_pylist()
+        except UnicodeDecodeError:  # a string that is not UTF-8: find its rows one by one
+            rows = [_parquet_row(batch, i) for i in range(batch.num_rows)]
+        for record in rows:
             number += 1
-            yield number, record
+            if isinstance(record, str):
+                yield number, Reject(number, f"record {number}", None, "malformed_record", record)
+            else:
+                yield number, _checked(number, record)
+
+
+def _parquet_row(batch, i: int) -> dict | str:
+    """Row `i` of a Parquet batch, or why it cannot be read (a field that is not UTF-8)."""
+    record = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        try:
+            record[name] = column[i].as_py()
+        except UnicodeDecodeError as err:
+            return f"field {name!r} is not UTF-8: {err}"
+    return record
 
 
 def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
-    """A JSON array of records; record i (from 1) stands where a JSONL file has line i."""
+    """A JSON array of records; record i (from 1) stands where a JSONL file has line i. A byte
+    that is not UTF-8 makes its record a reject, as it makes its line one in a JSONL file."""
+    raw = path.read_bytes()
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        text, undecoded = raw.decode("utf-8"), False
+    except UnicodeDecodeError:  # kept as surrogates, which `text_error` finds in their record
+        text, undecoded = raw.decode("utf-8", "surrogateescape"), True
+    try:
+        data = json.loads(text)
     except ValueError as err:
         yield 1, Reject(1, "file", None, "malformed_record", f"not a JSON array: {err}")
         return
@@ -87,11 +111,19 @@ def _array_records(path: Path) -> Iterator[tuple[int, dict | Reject]]:
         yield 1, Reject(1, "file", None, "malformed_record", "a .json file must hold an array")
         return
     for number, record in enumerate(data, start=1):
-        if isinstance(record, dict):
-            yield number, record
-        else:
-            detail = "a record must be a JSON object"
-            yield number, Reject(number, f"record {number}", None, "malformed_record", detail)
+        yield number, _checked(number, record, undecoded)
+
+
+def _checked(number: int, record, undecoded: bool = False) -> dict | Reject:
+    """Record `number` of a .json or Parquet file, checked as `read_jsonl` checks a line: a
+    JSON object whose strings are text (`text_error`), else a `malformed_record` reject."""
+    if isinstance(record, dict):
+        error = text_error(record, undecoded=undecoded)
+    else:
+        error = "a record must be a JSON object"
+    if error:
+        return Reject(number, f"record {number}", None, "malformed_record", error)
+    return record
 
 
 MATH_FORMATS = ("gsm8k", "math500", "generic_math")  # formats whose records are math problems

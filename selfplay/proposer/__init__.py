@@ -64,8 +64,10 @@ def build_task(proposal: Proposal, verdicts: Sequence[Verdict], n_visible: int =
     invalid.
 
     Inputs and outputs are the executor's normalised and canonical texts. An induction task
-    shows its first `n_visible` pairs and is checked on the rest, so it needs more runs than
-    that.
+    shows its first `n_visible` pairs and is checked on the rest, so it needs more pairs than
+    that. Inputs equal once canonical (`f([1,2])` and `f([1, 2])`) are one pair, the first
+    run's: a repeat would check a shown pair as a hidden one, and the importer, which keeps one
+    pair per input, would not take the task back from an export.
     """
     if len(verdicts) != len(proposal.inputs) or not all(v.ok for v in verdicts):
         return None
@@ -76,6 +78,10 @@ def build_task(proposal: Proposal, verdicts: Sequence[Verdict], n_visible: int =
         return Task("math", proposal.program, inputs, outputs, proposal.message, cpu_s=cpu)
     if proposal.type != "induction":
         return Task(proposal.type, proposal.program, inputs, outputs, cpu_s=cpu)
-    if len(inputs) <= n_visible or n_visible < 1:
+    pairs: dict[str, str] = {}
+    for given, output in zip(inputs, outputs, strict=True):
+        pairs.setdefault(given, output)  # in the order written, each input's first run
+    if len(pairs) <= n_visible or n_visible < 1:
         return None
+    inputs, outputs = tuple(pairs), tuple(pairs.values())
     return Task("induction", proposal.program, inputs, outputs, proposal.message, n_visible, cpu)

@@ -6,7 +6,8 @@ gold answer, checked by the math checker); `{data}` in a path is the external da
 folder (`selfplay.files`). They are checked before the model loads (a missing file,
 or a file of math problems when `selfplay.task_types` has no `math`, stops the run at once)
 and imported with origin `labeled` each time the run starts: the pool deduplicates by content
-hash, so a resumed run adds nothing twice.
+hash, so a resumed run adds nothing twice, and a task it holds as seed or proposed becomes
+labeled.
 Each import's summary is appended to `imports.jsonl` in the run folder.
 
 With `curriculum.selection=trapo`, `selection.jsonl` in the run folder gets one line per

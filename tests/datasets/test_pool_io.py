@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -72,6 +73,75 @@ def test_import_validates_and_reports_every_reject(store_url, tmp_path, executor
         assert induction.task.n_visible == 2 and induction.task.message == "double"
         assert all(t.provenance.source == "seeds.jsonl" for t in tasks)
     assert len(report.rejects) == 2 + report.candidates - report.accepted
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "json"])
+def test_a_record_with_a_lone_surrogate_is_a_reject_and_the_rest_import(
+    store_url, tmp_path, executor, suffix
+):
+    """A lone surrogate escape (`"\\ud83d"`, a cut emoji) is valid JSON but not text: in a
+    field the executor never runs (an induction message, a math problem, an MBPP description)
+    it reached the database insert, which failed and took the file's other records with it."""
+    cut = "doubles \ud83d"
+    records = [
+        {"program": "def f(x):\n    return x + 1", "type": "induction", "inputs": ["1", "2", "3"]},
+        {
+            "program": "def f(x):\n    return x * 2",
+            "type": "induction",
+            "inputs": ["1", "2", "3"],
+            "message": cut,
+        },
+        {"question": f"Tom has 3 apples and {cut} them. How many now?", "answer": "#### 6"},
+        {"code": "def g(x):\n    return x", "test_list": ["assert g(1) == 1"], "text": cut},
+        {"program": "def f(x):\n    return x - 1", "type": "deduction", "input": "1", cut: 1},
+        {"program": "def f(x):\n    return x - 2", "type": "deduction", "input": "1"},
+    ]
+    path = tmp_path / f"seeds.{suffix}"
+    if suffix == "json":
+        path.write_text(json.dumps(records))  # the escapes as a file holds them (ensure_ascii)
+    else:
+        _write(path, records)
+    with TaskStore.open(store_url, run="r") as store:
+        report = import_file(store, path, executor)
+        assert (report.records, report.added) == (6, 2) and len(store) == 2
+    assert report.reasons() == {"malformed_record": 4}
+    assert [r.line for r in report.rejects] == [2, 3, 4, 5]
+    assert all("lone surrogate '\\ud83d'" in r.detail for r in report.rejects)
+    assert "field 'message'" in report.rejects[0].detail
+    assert "field name" in report.rejects[3].detail
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "jsonl.gz", "json", "parquet"])
+def test_a_record_that_is_not_utf8_is_a_reject_and_the_rest_import(tmp_path, executor, suffix):
+    """A byte that is not UTF-8 (a Latin-1 `é`) was read as U+FFFD and the changed record
+    imported as good (Parquet stopped the whole import instead): now its record is a reported
+    reject, and the records around it import."""
+    programs = [b"def f(x):\n    return x + 'a'", b"def f(x):\n    return x + 'caf\xe9'"]
+    programs.append(b"def f(x):\n    return x + 'b'")
+    records = [
+        b'{"program": "%s", "type": "deduction", "input": "\'x\'"}' % p.replace(b"\n", b"\\n")
+        for p in programs
+    ]
+    path = tmp_path / f"seeds.{suffix}"
+    if suffix == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        program = pa.array(programs, pa.binary()).view(pa.string())  # bytes as they are
+        columns = {"program": program, "type": ["deduction"] * 3, "input": ["'x'"] * 3}
+        pq.write_table(pa.table(columns), path)
+    elif suffix == "json":
+        path.write_bytes(b"[" + b", ".join(records) + b"]")
+    else:
+        data = b"\n".join(records) + b"\n"
+        path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    with TaskStore.open(str(tmp_path / "p.sqlite"), run="r") as store:
+        report = import_file(store, path, executor)
+        stored = [t.task.program for t in store.get(store.index["id"].tolist())]
+    assert (report.records, report.added) == (3, 2)
+    [reject] = report.rejects
+    assert (reject.line, reject.reason) == (2, "malformed_record") and "UTF-8" in reject.detail
+    assert stored == [programs[0].decode(), programs[2].decode()]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])

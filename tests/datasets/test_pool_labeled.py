@@ -125,6 +125,26 @@ def test_a_broken_json_array_is_one_reported_reject(tmp_path, executor):
     assert report.reasons() == {"malformed_record": 1} and "JSON array" in report.rejects[0].detail
 
 
+def test_a_labeled_import_labels_the_tasks_the_pool_holds_as_seeds(store_url, tmp_path, executor):
+    """`selfplay pool import X`, then a run with `seed.labeled=X`: the labeled import found
+    every task a duplicate and left it `seed`, and the run drew no labeled task."""
+    records = [
+        {"program": f"def f(x):\n    return x * {i} + 1", "type": "deduction", "input": "3"}
+        for i in range(5)
+    ]
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with TaskStore.open(store_url, run="r") as store:
+        assert import_file(store, path, executor).added == 5
+        report = import_file(store, path, executor, labeled=True)
+        assert (report.added, report.duplicates, report.relabeled) == (0, 5, 5)
+        assert report.summary()["relabeled"] == 5
+        assert store.stats().by_type_origin == {("deduction", "labeled"): 5}
+        assert store.sample(4, 1).metrics["curriculum/labeled_share"] == 1.0
+        again = import_file(store, path, executor, labeled=True)
+        assert (again.duplicates, again.relabeled) == (5, 0)
+
+
 GSM = [
     {"question": "Tom has 3 apples and buys 4 more. How many now?", "answer": "3+4=7\n#### 7"},
     {"question": "Ann has 2 pears and gets 5 more. How many now?", "answer": "2+5=7\n#### 7"},

@@ -222,3 +222,34 @@ def test_without_labeled_answers_nothing_is_judged(tmp_path, trapo_config):
     assert chosen.admitted.all() and set(chosen.reasons) == {"no_reference"}
     assert len(store.sample(6, 8)) == 6
     store.close()
+
+
+def test_a_labeled_task_the_pool_holds_as_proposed_or_seed_becomes_labeled(store_url, trapo_config):
+    """Adding with origin `labeled` a task the run holds as `proposed` or `seed` labels it, in
+    the database and in the open store, whose selection judges it as labeled from then on;
+    adding a labeled task again with another origin leaves it labeled."""
+    store = TaskStore.open(store_url, "r", trapo_config, selector=select)
+    ids = store.add_tasks([_task(i) for i in range(4)], Provenance("proposed", 0)).ids
+    ids += store.add_tasks([_task(i) for i in range(4, 6)], Provenance("seed", 0, source="s")).ids
+    rng = np.random.default_rng(0)
+    for step in range(1, 9):
+        store.record_attempts(step, "v", [TaskAttempts(i, 4, int(rng.integers(0, 5))) for i in ids])
+    assert set(store.selection(8).reasons) == {"no_reference"}  # no labeled task yet
+    again = store.add_tasks([_task(i) for i in (1, 4, 5, 9)], Provenance("labeled", 0, source="l"))
+    assert again.added == (False, False, False, True) and again.relabeled == (
+        ids[1],
+        ids[4],
+        ids[5],
+    )
+    labeled = {ids[1], ids[4], ids[5], again.ids[3]}
+    code = ORIGINS.index("labeled")
+    assert set(store.index["id"][store.index["origin"] == code].tolist()) == labeled
+    assert set(store.selection(8).ids.tolist()) == {ids[0], ids[2], ids[3]}  # unlabeled only
+    kept = store.add_tasks([_task(1), _task(4)], Provenance("seed", 0)).relabeled
+    assert kept == () and store.add_tasks([_task(5)], Provenance("labeled", 0)).relabeled == ()
+    store.close()
+    with TaskStore.open(store_url, "r", trapo_config) as reopened:
+        tasks = reopened.get(reopened.index["id"].tolist())
+    assert {t.id for t in tasks if t.provenance.origin == "labeled"} == labeled
+    # the rest of a relabeled task's provenance is where it entered first
+    assert [t.provenance.source for t in tasks if t.id in (ids[4], again.ids[3])] == ["s", "l"]
