@@ -219,6 +219,14 @@ def test_published_prompts_render_the_benchmarks_format():
             "16",
         ),
         ("assert f(x=[1]) == 1", "abduction", "direct", "x=[1]"),
+        # a comment after the call, parentheses in it, is no part of the arguments
+        (
+            "[ANSWER]\nf('hbtofdeiequ')  # any text without '+' (it is kept as is)\n",
+            "abduction",
+            "cot",
+            "'hbtofdeiequ'",
+        ),
+        ("f((1), (2))  # (two)", "abduction", "direct", "(1), (2)"),
     ],
 )
 def test_published_answer_extraction(text, kind, style, expected):
