@@ -202,15 +202,18 @@ def has_test_code(source: str) -> bool:
 
 
 def call_arguments(text: str) -> str | None:
-    """`a, b` for text that is exactly a call `f(a, b)`; None otherwise."""
+    """`a, b` for text that is exactly a call `f(a, b)`; None otherwise. The arguments are what
+    the parsed call holds between its parentheses, so that a comment after the call, which
+    may hold parentheses of its own (`f('ab')  # kept (as is)`), stays out of them."""
+    source = text.strip()
     try:
-        node = ast.parse(text.strip(), mode="eval").body
+        node = ast.parse(source, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "f"):
         return None
-    inner = text.strip()
-    return inner[inner.index("(") + 1 : inner.rindex(")")].strip()
+    call = ast.get_source_segment(source, node) or ""
+    return call[call.index("(", len(node.func.id)) + 1 : -1].strip()
 
 
 def is_argument_list(text: str) -> bool:

@@ -45,7 +45,7 @@ __all__ = [
 #: pooled programs a proposal is run against for `behaviour_repeats`, per input and output
 ALIKE_CAP = 8
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
-_LIMITS = frozenset({"timeout", "memory", "crash:worker"})
+_LIMITS = frozenset({"timeout", "memory", "crash:worker", "input:timeout", "input:memory"})
 
 
 def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:

@@ -111,6 +111,7 @@ def test_deduction_answers(text, expected):
         ("```python\nf([2, 1])\n```", "[2, 1]"),
         ("Input: f('abc')", "'abc'"),
         ("assert f(3, 4) == 7", "3, 4"),
+        ("```python\nf('ab')  # a comment (with parentheses)\n```", "'ab'"),
     ],
 )
 def test_abduction_answers(text, expected):

@@ -21,9 +21,10 @@ and pass@k the unbiased estimator (`passk.py`); with n = 1 at temperature 0 it i
 
 Every record says how a wrong sample failed (`failure`): `unreadable` (no answer could be read
 from the text), `not_a_value` (an answer was read, but it is no value, or no argument list
-that evaluates: a syntax error, an undefined name, a construct refused), or `wrong_value` (a
-value the judge compares and finds wrong, or an input the program crashes or loops on). A gain
-from the first two is a gain in notation; only the third is a wrong value turned right.
+that evaluates: a syntax error, an undefined name, a construct refused, a limit its own
+evaluation ran into), or `wrong_value` (a value the judge compares and finds wrong, or an
+input the program crashes or loops on, a run-time guard the program trips on it included). A
+gain from the first two is a gain in notation; only the third is a wrong value turned right.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ __all__ = ["FAILURES", "Sample", "evaluate", "failure", "sample_record"]
 
 FAILURES = ("unreadable", "not_a_value", "wrong_value")
 # Verdict reasons of an answer that is not a value (or not an argument list that evaluates):
-# refused before anything ran, or failing while its arguments were evaluated.
+# refused before anything ran, or failing while its arguments were evaluated, whatever ended
+# that (`answer:timeout`, `answer:memory`, `answer:policy` included). Once the program runs on
+# them, its failure is a wrong value: a guard it trips is `crash:policy` (`verify.py`).
 _NOT_A_VALUE = ("answer:", "input:", "policy:", "syntax", "program_too_large")
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from selfplay.eval.paired import exchange_test, sign_test
 from selfplay.eval.report import Item, _items, samples_file
+from selfplay.eval.report_table import unreadable_warning
 from selfplay.provenance import setup_warning
 
 __all__ = ["pooled", "render_pooled"]
@@ -135,6 +136,8 @@ def _stats(scores: list[list[float]]) -> dict:
 def render_pooled(result: dict) -> str:
     lines = [f"base:    {result['base']}"]
     lines += [f"after {k}: {path}" for k, path in enumerate(result["after"], 1)]
+    names = ["base", *(f"after {k}" for k in range(1, len(result["after"]) + 1))]
+    lines += unreadable_warning(names, result.get("unreadable_lines"))
     lines.append(
         f"{'set':<24}{'n':>6}{'base':>8}{'seeds':>8}{'delta':>8}{'up':>6}{'down':>6}{'p':>10}"
         "   each seed (gained / lost, its own p)"

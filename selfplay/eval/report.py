@@ -37,9 +37,10 @@ where the records carry their task, the wrong answers whose type is not the gold
 (`answer_types`: a list given where the function wants a string), before and after, and how
 many gained items had such an answer before and lost items after. The report is a table
 (`report_table.py`); `--json` prints the same as one object. A line of `metrics.jsonl` or of a
-per-sample file that cannot be read is skipped and counted. The counts behind the accuracies
-(`correct`) are there for the figures' intervals; the command also draws the figures
-(`figures.py`) and lists them (`figures`, and `figures_skipped` with why).
+per-sample file that cannot be read is skipped and counted; the table of a comparison warns of
+the per-sample files' (`unreadable_lines`), which would otherwise show only as a smaller n. The
+counts behind the accuracies (`correct`) are there for the figures' intervals; the command also
+draws the figures (`figures.py`) and lists them (`figures`, and `figures_skipped` with why).
 """
 
 from __future__ import annotations

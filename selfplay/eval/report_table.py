@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from selfplay.types import NO_NEW_WORK
 
-__all__ = ["render"]
+__all__ = ["render", "unreadable_warning"]
 
 
 def render(result: dict) -> str:
@@ -19,6 +19,7 @@ def render(result: dict) -> str:
         lines.append(f"before: {result['before']}\nafter:  {result['after']}")
         lines += ["paired across prompt formats"] if result.get("across_formats") else []
         lines += [f"warning: {result['warning']}"] if "warning" in result else []
+        lines += unreadable_warning(("before", "after"), result.get("unreadable_lines"))
         subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
     lines.append(
         f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}{'gained':>8}{'lost':>6}{'p':>10}"
@@ -63,6 +64,18 @@ def render(result: dict) -> str:
         lines.append(f"figures: {', '.join(result['figures'])}")
     lines += [f"no figure: {note}" for note in result.get("figures_skipped", ())]
     return "\n".join(lines)
+
+
+def unreadable_warning(names, counts) -> list[str]:
+    """A warning line where lines of the samples files could not be read (`unreadable_lines`,
+    one count per file, in the order of `names`): they are left out, and a file cut short
+    while it was written would otherwise only show as a smaller n."""
+    if not counts or not any(counts):
+        return []
+    where = ", ".join(
+        f"{count} of {name}" for name, count in zip(names, counts, strict=True) if count
+    )
+    return [f"warning: lines that could not be read are left out ({where}): n counts the rest"]
 
 
 def _render_problems(problems: dict) -> list[str]:

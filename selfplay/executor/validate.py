@@ -158,7 +158,7 @@ def _judge(executor, input_text: str, a: RunResult, b: RunResult | None) -> Verd
         return Verdict(True, "ok", output=output, input=input_text, cpu_s=a.cpu_s)
     cpu = max(a.cpu_s, b.cpu_s)
     if not b.ok:
-        if b.reason in ("timeout", "crash:worker", "memory"):
+        if b.reason in ("timeout", "crash:worker", "memory", "input:timeout", "input:memory"):
             return Verdict(False, b.reason, input=input_text, cpu_s=cpu, detail=b.detail)
         detail = f"first run returned, second failed with {b.reason}: {b.detail}"
         return Verdict(False, "nondeterministic", input=input_text, cpu_s=cpu, detail=detail)

@@ -3,6 +3,9 @@
 deduction  the predicted output is parsed as a literal and compared, canonically, with the
            task's output; no code runs.
 abduction  `f` runs on each predicted input; the canonical output must equal the task's.
+           Whatever ends the input's own evaluation is the answer's (`answer:<why>`), what
+           ends the task's program is the program's failing on it (a run-time guard it trips
+           included: `crash:policy`, the rule in the detail).
 induction  the predicted program runs on every hidden input; all outputs must match (the
            fraction that matched is the score). After a timeout the answer's remaining inputs
            are skipped: a wrong answer that loops costs one time limit, not one per input.
@@ -132,10 +135,14 @@ def _score(executor, task: Task, indices: list[int], results) -> Verdict:
     if matched == len(expected):
         return Verdict(True, "ok", score=1.0, cpu_s=cpu)
     if failure is not None and not failure.ok:
-        reason = failure.reason
+        reason, detail = failure.reason, failure.detail
         if task.type == "abduction" and reason.startswith("input:"):
-            # the answer is the input: that it failed to evaluate is the answer's fault, as
-            # when it does not compile
+            # the answer is the input: that it failed to evaluate (an exception, a guard, a
+            # limit) is the answer's fault, as when it does not compile
             reason = "answer:" + reason.removeprefix("input:")
-        return Verdict(False, reason, score=score, cpu_s=cpu, detail=failure.detail)
+        elif task.type == "abduction" and reason.startswith("policy:"):
+            # a guard the task's program trips on the answer: the program fails on that
+            # input, as when it raises, and the answer is a value (`crash:policy`)
+            reason, detail = "crash:policy", f"{reason.removeprefix('policy:')}: {detail}"
+        return Verdict(False, reason, score=score, cpu_s=cpu, detail=detail)
     return Verdict(False, "wrong_output", score=score, cpu_s=cpu)

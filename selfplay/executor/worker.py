@@ -10,6 +10,8 @@ each with a fresh namespace, writing one result line per run. The zygote watches
 of the current run and kills the child when it overruns; when a child dies (killed, CPU limit,
 crash, memory), the zygote records why for the run in progress and forks a new child for the
 rest. Children are also replaced after a memory error and after `runs_per_child` runs.
+Whatever ends a run while its input is evaluated (an exception, a guard, a limit, the child's
+death) is the input's, `input:<why>`; whatever ends it elsewhere, the program's.
 
 Time limits, per run (`cpu` seconds of CPU):
   1. a SIGALRM poller raises `RunTimeout` into the program once it has used `cpu` seconds of
@@ -33,6 +35,7 @@ import contextlib
 import gc
 import json
 import marshal
+import mmap
 import os
 import select
 import signal
@@ -47,6 +50,8 @@ _DEVNULL: list[int] = []
 EXIT_TIMEOUT = 124
 EXIT_MEMORY = 125
 _HEADER = struct.Struct(">I")
+#: the result of a run of an answer skipped after another of its runs timed out
+_SKIPPED = (False, None, "timeout", "skipped after a timeout in the same answer", 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,6 +125,30 @@ class _Alarm:
 _ALARM = _Alarm()
 
 
+class _Phase:
+    """Which run a child is at and whether it is evaluating that run's input, in a page it
+    shares with the zygote: a child that dies (a native call past its CPU time, the kernel out
+    of memory) cannot say so itself, so the zygote reads the page once the child is gone."""
+
+    _LAYOUT = struct.Struct("=qB")  # run index, evaluating its input
+
+    def __init__(self) -> None:
+        self.page = mmap.mmap(-1, mmap.PAGESIZE)
+
+    def begin(self, index: int) -> None:
+        self._LAYOUT.pack_into(self.page, 0, index, 0)
+
+    def evaluating(self, flag: bool) -> None:
+        self.page[self._LAYOUT.size - 1] = flag
+
+    def in_input(self, index: int | None = None) -> bool:
+        at, flag = self._LAYOUT.unpack_from(self.page, 0)
+        return flag == 1 and index in (None, at)
+
+
+_PHASE = _Phase()
+
+
 def _describe(err: BaseException) -> tuple[str, str]:
     """(reason, detail) for an exception that ended a run."""
     if isinstance(err, guards.RunTimeout):
@@ -130,9 +159,6 @@ def _describe(err: BaseException) -> tuple[str, str]:
         return "memory", "memory limit reached"
     if isinstance(err, values.ValueRejected):
         return err.reason, str(err)[:200]
-    if isinstance(err, _InputFailed):
-        kind = "".join(c for c in err.kind if c.isalnum() or c == "_")[:60] or "Exception"
-        return f"input:{kind}", str(err)
     name = type(err).__name__
     name = "".join(c for c in name if c.isalnum() or c == "_")[:60] or "Exception"
     try:
@@ -142,6 +168,15 @@ def _describe(err: BaseException) -> tuple[str, str]:
     return f"crash:{name}", detail
 
 
+def _in_input(reason: str, detail: str) -> tuple[str, str]:
+    """(reason, detail) of a run that ended while its input was evaluated: `input:` and what
+    ended it (`NameError`, `timeout`, `memory`, `policy` with the rule in the detail, ...)."""
+    kind, _, rule = reason.partition(":")
+    if kind == "policy":
+        return "input:policy", f"{rule}: {detail}"
+    return "input:" + reason.removeprefix("crash:"), detail
+
+
 def _collect_args(*args, **kwargs) -> tuple:
     return args, kwargs
 
@@ -149,30 +184,14 @@ def _collect_args(*args, **kwargs) -> tuple:
 _LITERAL_ENV = dict(guards.LITERAL_NAMES, _args_=_collect_args)
 
 
-class _InputFailed(Exception):
-    """The input's own evaluation failed (an undefined name, an exception it raised), before
-    `f` was called: reported as `input:<exception>`, not as the program's crash."""
-
-    def __init__(self, err: BaseException) -> None:
-        try:
-            text = str(err)[:200]
-        except BaseException:  # an exception whose __str__ fails
-            text = ""
-        super().__init__(text)
-        self.kind = type(err).__name__
-
-
 def _arguments(call, code, expression: bool) -> tuple:
-    """(args, kwargs) of one run's input."""
-    if not expression:
-        return eval(call, dict(_LITERAL_ENV))
-    namespace = _input_namespace(code)
-    try:
-        return eval(call, namespace)
-    except (guards.PolicyError, MemoryError):
-        raise  # reported as themselves: policy:<rule>, memory
-    except Exception as err:  # noqa: BLE001 - any exception of the input's own code
-        raise _InputFailed(err) from None
+    """(args, kwargs) of one run's input, evaluated in `_PHASE`'s input phase (the instance
+    of the program whose data an expression input reads runs before it: the program's)."""
+    namespace = _input_namespace(code) if expression else dict(_LITERAL_ENV)
+    _PHASE.evaluating(True)
+    arguments = eval(call, namespace)
+    _PHASE.evaluating(False)
+    return arguments
 
 
 def _input_namespace(code) -> dict:
@@ -223,10 +242,12 @@ def execute(code, call, expression: bool, cpu_limit: float, limits: values.Limit
     finally:
         cpu = _ALARM.disarm()
     if _ALARM.fired:  # the interrupt was raised, even if something swallowed it
-        return [False, None, "timeout", "CPU time limit reached", cpu]
-    if output is None:
-        return [False, None, reason, detail or "", cpu]
-    return [True, output, "ok", "", cpu]
+        output, reason, detail = None, "timeout", "CPU time limit reached"
+    if output is not None:
+        return [True, output, "ok", "", cpu]
+    if _PHASE.in_input():
+        reason, detail = _in_input(reason, detail or "")
+    return [False, None, reason, detail or "", cpu]
 
 
 def _keep_only(out_fd: int) -> None:
@@ -252,20 +273,14 @@ def child_main(out_fd: int, job: dict, codes: list, calls: list, order: list[int
     for index in order:
         prog, _, expression, cpu_limit, _, group = job["runs"][index]
         if group is not None and group == skip_group:
-            line = [
-                index,
-                False,
-                None,
-                "timeout",
-                "skipped after a timeout in the same answer",
-                0.0,
-            ]
+            line = [index, *_SKIPPED]
         else:
+            _PHASE.begin(index)
             line = [index, *execute(codes[prog], calls[index], expression, cpu_limit, limits)]
             if line[3] == "timeout":
                 skip_group = group
         os.write(out_fd, (json.dumps(line) + "\n").encode())
-        if line[3] == "memory":
+        if line[3] in ("memory", "input:memory"):
             os._exit(0)  # start the next run in a fresh process
     os._exit(0)
 
@@ -341,6 +356,7 @@ def run_batch(job: dict) -> list:
 def _run_child(job: dict, codes: list, calls: list, order: list[int], results: list) -> list[int]:
     """Fork one child for `order`; record its results; return the runs it did not get to."""
     read_fd, write_fd = os.pipe()
+    _PHASE.begin(-1)
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
@@ -382,19 +398,14 @@ def _run_child(job: dict, codes: list, calls: list, order: list[int], results: l
     else:
         reason, detail = _death_reason(status, killed)
     cpu = runs[index][3] if reason == "timeout" else 0.0
+    if not broken and _PHASE.in_input(index):
+        reason, detail = _in_input(reason, detail)
     results[index] = [index, False, None, reason, detail, cpu]
     rest, group = order[position + 1 :], runs[index][5]
     if reason == "timeout" and group is not None:
         for i in rest:
             if runs[i][5] == group:
-                results[i] = [
-                    i,
-                    False,
-                    None,
-                    "timeout",
-                    "skipped after a timeout in the same answer",
-                    0.0,
-                ]
+                results[i] = [i, *_SKIPPED]
         rest = [i for i in rest if runs[i][5] != group]
     return rest
 

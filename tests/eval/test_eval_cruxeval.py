@@ -17,8 +17,10 @@ from selfplay.eval.cruxeval_formats import (
     published_answer,
     published_prompt,
 )
+from selfplay.eval.harness import failure
 from selfplay.executor import Executor
 from selfplay.judge import Judge
+from selfplay.types import Task
 from tests.conftest import require_data
 
 
@@ -105,6 +107,27 @@ def test_the_copy_answer_is_judged_as_the_evaluation_judges(executor):
     for p in problems[:40]:
         [[i_copy]] = judge.judge([(p.input_task, [p.input_task.output])])
         assert i_copy.ok == p.input_trivial, p.id
+
+
+def test_how_an_input_answer_failed(executor):
+    """An input answer the program fails on is a wrong value, also where the failure is a
+    sandbox guard (sample_441's program assigns an item of the int 37: plain Python raises
+    TypeError inside `f`); one whose own evaluation builds no value, whatever stopped it (an
+    undefined name, the memory or time limit), is not a value."""
+    program = "def f(base, k, v):\n    base[k] = v\n    return base"
+    [v] = executor.validate([(program, "{37: 'forty-five'}, '23', 'what?'")], "expression")
+    task = Task("abduction", program, (v.input,), (v.output,), cpu_s=v.cpu_s)
+    answers = [
+        "37, 'forty-five', 'what?'",
+        "[], 0, 1",
+        "undefined_name, 0, 1",
+        "'a' * 10**10, 0, 1",
+        "sum(range(10**11)), 0, 1",
+    ]
+    [verdicts] = Judge(executor, inputs="expression").judge([(task, answers)])
+    assert [failure(a, v) for a, v in zip(answers, verdicts, strict=True)] == [
+        "wrong_value", "wrong_value", "not_a_value", "not_a_value", "not_a_value"
+    ]  # fmt: skip
 
 
 def test_eval_command_on_a_model_folder(tmp_path, tiny_model_dir, capsys):
@@ -196,6 +219,14 @@ def test_published_prompts_render_the_benchmarks_format():
             "16",
         ),
         ("assert f(x=[1]) == 1", "abduction", "direct", "x=[1]"),
+        # a comment after the call, parentheses in it, is no part of the arguments
+        (
+            "[ANSWER]\nf('hbtofdeiequ')  # any text without '+' (it is kept as is)\n",
+            "abduction",
+            "cot",
+            "'hbtofdeiequ'",
+        ),
+        ("f((1), (2))  # (two)", "abduction", "direct", "(1), (2)"),
     ],
 )
 def test_published_answer_extraction(text, kind, style, expected):

@@ -137,3 +137,28 @@ def test_an_induction_task_without_hidden_pairs_is_our_error(executor):
     task = Task("induction", PROGRAM, ("[1], 1",), ("[1]",), n_visible=1)
     with pytest.raises(ValueError, match="hidden"):
         executor.verify(task, [PROGRAM])
+
+
+def test_what_ends_an_input_answers_own_evaluation_is_the_answers(executor):
+    """An input answer (expression mode) whose own evaluation runs out of memory or time (in a
+    native call: the child dies) or trips a run-time guard built no value: it is refused as
+    the answer's, as one that raises is. A guard the task's program trips on a well-formed
+    answer (CRUXEval's sample_441, where plain Python raises TypeError inside `f`) is the
+    program failing on that input, not a construct of the answer refused."""
+    program = "def f(base, k, v):\n    base[k] = v\n    return base"
+    task = validated_task(executor, "abduction", program, ("{37: 'x'}, '23', 'what?'",))
+    answers = [
+        "37, 'forty-five', 'what?'",
+        "'a' * 10**10, 1, 2",
+        "sum(range(10**11)), 1, 2",
+        "[0 for _ in range(10**9)], 1, 2",
+        "type('A', (), {}), 1, 2",
+        "{37: 'x'}, '23', 'what?'",
+    ]
+    verdicts = executor.verify(task, answers, inputs="expression")
+    assert [v.reason for v in verdicts] == [
+        "crash:policy", "answer:memory", "answer:timeout", "answer:timeout", "answer:policy", "ok"
+    ]  # fmt: skip
+    assert verdicts[0].detail.startswith("write: ") and verdicts[4].detail.startswith("builtin: ")
+    validated = executor.validate([(program, a) for a in answers[1:3]], inputs="expression")
+    assert [v.reason for v in validated] == ["input:memory", "input:timeout"]

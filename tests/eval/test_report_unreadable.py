@@ -1,0 +1,41 @@
+"""Lines of a samples file that cannot be read (a file cut short while it was written) are left
+out of `selfplay report --compare` and `--pooled`; the table says so, as `--json` does."""
+
+from __future__ import annotations
+
+import json
+
+from selfplay.cli import main
+
+
+def _row(i: int, correct: bool) -> dict:
+    return {"subset": "cruxeval_o", "id": f"sample_{i}", "sample": 0, "correct": correct,
+            "failure": None if correct else "wrong_value", "trivial": False, "answer": "x",
+            "prompt_format": "direct", "program": "def f(x):\n    return x", "input": str(i),
+            "output": "1"}  # fmt: skip
+
+
+def _write(folder, rows, cut: int = 0) -> str:
+    """A samples file of `rows`, the last `cut` of them cut off in the middle of the line."""
+    folder.mkdir()
+    lines = [json.dumps(r) for r in rows]
+    lines[len(lines) - cut :] = [line[: len(line) // 2] for line in lines[len(lines) - cut :]]
+    (folder / "samples.jsonl").write_text("".join(line + "\n" for line in lines))
+    return str(folder)
+
+
+def test_the_tables_say_how_many_lines_could_not_be_read(tmp_path, capsys):
+    base = _write(tmp_path / "base", [_row(i, i < 3) for i in range(10)])
+    cut = _write(tmp_path / "cut", [_row(i, i < 5) for i in range(10)], cut=2)
+    whole = _write(tmp_path / "whole", [_row(i, i < 4) for i in range(10)])
+    assert main(["report", "--compare", base, cut]) == 0
+    table = capsys.readouterr().out
+    assert "warning: lines that could not be read are left out (2 of after)" in table
+    assert main(["report", "--compare", base, cut, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unreadable_lines"] == [0, 2]
+    assert main(["report", "--compare", base, whole]) == 0
+    assert "could not be read" not in capsys.readouterr().out
+    assert main(["report", "--pooled", base, whole, cut]) == 0
+    assert "are left out (2 of after 2)" in capsys.readouterr().out
+    assert main(["report", "--pooled", base, whole]) == 0
+    assert "could not be read" not in capsys.readouterr().out
