@@ -83,7 +83,9 @@ class Verdict:
     """The executor's judgement of one program run, proposed task or answer.
 
     `ok` is False for anything the model did wrong, with `reason` saying what: `syntax`,
-    `policy:<rule>`, `no_f`, `input:<why>`, `timeout`, `memory`, `crash:<ExceptionType>`,
+    `policy:<rule>`, `no_f`, `input:<why>` (what ended the input's own evaluation: an
+    exception's type, `timeout`, `memory`, `policy`), `timeout`, `memory`,
+    `crash:<ExceptionType>` (`crash:policy`: a guard the program tripped on an answer's input),
     `unserializable`, `output_too_large`, `nondeterministic`, `wrong_output`, `answer:<why>`;
     and, from the validate stage without a run, `too_simple` (`roles.min_statements`).
     For a validation `output` is the canonical output and `input` the normalised input; for a

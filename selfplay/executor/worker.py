@@ -35,7 +35,6 @@ import contextlib
 import gc
 import json
 import marshal
-import mmap
 import os
 import select
 import signal
@@ -45,6 +44,7 @@ import time
 from types import ModuleType
 
 from selfplay.executor import guards, hardening, modules, values
+from selfplay.executor.phase import Phase
 
 _DEVNULL: list[int] = []
 EXIT_TIMEOUT = 124
@@ -52,6 +52,8 @@ EXIT_MEMORY = 125
 _HEADER = struct.Struct(">I")
 #: the result of a run of an answer skipped after another of its runs timed out
 _SKIPPED = (False, None, "timeout", "skipped after a timeout in the same answer", 0.0)
+#: a run's timeout, in its program or in its input's own evaluation: the rest of its answer skips
+_TIMEOUTS = ("timeout", "input:timeout")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,28 +127,7 @@ class _Alarm:
 _ALARM = _Alarm()
 
 
-class _Phase:
-    """Which run a child is at and whether it is evaluating that run's input, in a page it
-    shares with the zygote: a child that dies (a native call past its CPU time, the kernel out
-    of memory) cannot say so itself, so the zygote reads the page once the child is gone."""
-
-    _LAYOUT = struct.Struct("=qB")  # run index, evaluating its input
-
-    def __init__(self) -> None:
-        self.page = mmap.mmap(-1, mmap.PAGESIZE)
-
-    def begin(self, index: int) -> None:
-        self._LAYOUT.pack_into(self.page, 0, index, 0)
-
-    def evaluating(self, flag: bool) -> None:
-        self.page[self._LAYOUT.size - 1] = flag
-
-    def in_input(self, index: int | None = None) -> bool:
-        at, flag = self._LAYOUT.unpack_from(self.page, 0)
-        return flag == 1 and index in (None, at)
-
-
-_PHASE = _Phase()
+_PHASE = Phase()
 
 
 def _describe(err: BaseException) -> tuple[str, str]:
@@ -277,7 +258,7 @@ def child_main(out_fd: int, job: dict, codes: list, calls: list, order: list[int
         else:
             _PHASE.begin(index)
             line = [index, *execute(codes[prog], calls[index], expression, cpu_limit, limits)]
-            if line[3] == "timeout":
+            if line[3] in _TIMEOUTS:
                 skip_group = group
         os.write(out_fd, (json.dumps(line) + "\n").encode())
         if line[3] in ("memory", "input:memory"):
@@ -356,7 +337,7 @@ def run_batch(job: dict) -> list:
 def _run_child(job: dict, codes: list, calls: list, order: list[int], results: list) -> list[int]:
     """Fork one child for `order`; record its results; return the runs it did not get to."""
     read_fd, write_fd = os.pipe()
-    _PHASE.begin(-1)
+    _PHASE.renew()  # this child's page alone: nothing a child leaves behind reads a later one
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
@@ -397,12 +378,13 @@ def _run_child(job: dict, codes: list, calls: list, order: list[int], results: l
         return order[position:]  # the child retired itself (after a memory error)
     else:
         reason, detail = _death_reason(status, killed)
-    cpu = runs[index][3] if reason == "timeout" else 0.0
+    timed_out = reason == "timeout"
+    cpu = runs[index][3] if timed_out else 0.0
     if not broken and _PHASE.in_input(index):
         reason, detail = _in_input(reason, detail)
     results[index] = [index, False, None, reason, detail, cpu]
     rest, group = order[position + 1 :], runs[index][5]
-    if reason == "timeout" and group is not None:
+    if timed_out and group is not None:
         for i in rest:
             if runs[i][5] == group:
                 results[i] = [i, *_SKIPPED]

@@ -162,3 +162,23 @@ def test_what_ends_an_input_answers_own_evaluation_is_the_answers(executor):
     assert verdicts[0].detail.startswith("write: ") and verdicts[4].detail.startswith("builtin: ")
     validated = executor.validate([(program, a) for a in answers[1:3]], inputs="expression")
     assert [v.reason for v in validated] == ["input:memory", "input:timeout"]
+
+
+@pytest.mark.parametrize(
+    "looping", ["def f(x):\n    while True:\n        pass", "sum(range(10**11))"]
+)
+def test_a_timeout_in_the_program_or_in_its_input_skips_the_rest_of_the_answer(looping):
+    """The runs of one answer share a group: after one times out, in the program or in its
+    input's own evaluation (`input:timeout`, here a native call the child dies in), the rest
+    are skipped, so a looping answer costs one time limit, not one per input."""
+    config = ExecutorConfig(verify_time_floor_s=0.05)
+    with Executor(config) as ex:
+        program = looping if looping.startswith("def") else "def f(x):\n    return x"
+        first = "1" if looping.startswith("def") else looping
+        calls = [ex.compile_input(text, "expression") for text in [first, "2", "3", "4"]]
+        start = time.monotonic()
+        results = ex.run_items([(program, call, 0, 0.05, 7) for call in calls])
+        elapsed = time.monotonic() - start
+    assert results[0].reason in ("timeout", "input:timeout")
+    assert [r.detail for r in results[1:]] == ["skipped after a timeout in the same answer"] * 3
+    assert elapsed < 1.0  # one time limit, not four
