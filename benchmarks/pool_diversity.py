@@ -3,8 +3,9 @@
     python benchmarks/pool_diversity.py store/learn/pool.sqlite --run learn
     python benchmarks/pool_diversity.py pool.jsonl          # an export (`selfplay pool export`)
 
-Reads the proposed tasks of a pool (a store, or a JSONL export) and judges them again with
-the project's own checks, in the sandbox:
+Reads the proposed tasks of a pool (a SQLite store, from a copy that leaves the run's file as
+it is, or a JSONL export: export a PostgreSQL pool first) and judges them again with the
+project's own checks, in the sandbox:
 
   trivial        tasks that are no work for a solver (`selfplay.trivial`: copying answers
                  them, their function ignores its input, or their output does not move with

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, inspect, select, text
 
 from selfplay.curriculum.database import StoreError
-from selfplay.curriculum.schema import SCHEMA_VERSION, Base, Meta
+from selfplay.curriculum.schema import SCHEMA_VERSION, Ability, Attempt, Base, Meta
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +79,16 @@ def rebuild_mark(run_id: int) -> str:
 
 
 def rebuild_pending(engine: Engine, run_id: int) -> bool:
-    """Whether `run_id`'s difficulty state awaits its rebuild (`rebuild_mark`)."""
+    """Whether `run_id`'s difficulty state awaits its rebuild: its mark (`rebuild_mark`), or
+    attempts without the abilities that every recording of attempts writes in the same
+    transaction (a pool a build without the marks migrated, then lost the rebuild of)."""
     with engine.connect() as conn:
         mark = select(Meta.key).where(Meta.key == rebuild_mark(run_id))
-        return conn.execute(mark).first() is not None
+        if conn.execute(mark).first() is not None:
+            return True
+        attempted = select(Attempt.id).where(Attempt.run_id == run_id).limit(1)
+        fitted = select(Ability.step).where(Ability.run_id == run_id).limit(1)
+        return conn.execute(attempted).first() is not None and conn.execute(fitted).first() is None
 
 
 def ensure_schema(engine: Engine) -> None:

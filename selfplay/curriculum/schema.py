@@ -1,6 +1,8 @@
 """The database schema of the task pool (SQLAlchemy 2 ORM), version `SCHEMA_VERSION`.
 
-    selfplay_meta   key/value: `schema_version` (see `migrations.py`)
+    selfplay_meta   key/value: `schema_version`, and `rebuild_estimates:<run id>` for a run
+                    whose difficulty state a migration dropped until it is replayed
+                    (see `migrations.py`)
     runs            one row per run; tasks are deduplicated within a run
     tasks           a verified task, its provenance, and whether a stock input solves it
     task_stats      the difficulty state of each attempted task

@@ -52,7 +52,9 @@ def _backup(path: Path, copy: Path) -> None:
     """A consistent copy of the database at `path`, what its last commit left, made by SQLite
     (its online backup): copying the file and then its write-ahead log could pair a file the
     run's checkpointer has just written with a log restarted after it, a malformed copy."""
-    source = sqlite3.connect(path)
+    # read-only: a connection that could write folds a write-ahead log a killed run left into
+    # the file when it closes, and removes the log
+    source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     target = sqlite3.connect(copy)
     try:
         source.backup(target)

@@ -163,9 +163,11 @@ def add_tasks(
     origin `labeled` becomes labeled (`AddResult.relabeled`): a labeled set's tasks are labeled
     however they entered first, else a pool seeded with the set gives a run no labeled task."""
     hashes = [content_hash(t) for t in tasks]
-    first: dict[str, int] = {}
+    first: dict[str, int] = {}  # the occurrence whose provenance a task takes: a labeled one
     for i, digest in enumerate(hashes):
-        first.setdefault(digest, i)
+        held = first.setdefault(digest, i)
+        if provenance[i].origin == "labeled" and provenance[held].origin != "labeled":
+            first[digest] = i
     with database.write(engine) as s:
         ids: dict[str, int] = {}
         relabel: list[int] = []

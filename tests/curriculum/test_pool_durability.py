@@ -135,7 +135,9 @@ def test_an_older_schema_is_migrated_and_its_estimates_rebuilt(store_url):
         assert store.fill_keys("canonical", canonical_key) == 1
         assert store.fill_keys("canonical", lambda t: 1 / 0) == 0
     with _engine(store_url).connect() as conn:
-        version = conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar()
+        version = conn.exec_driver_sql(
+            "SELECT value FROM selfplay_meta WHERE key = 'schema_version'"
+        ).scalar()
         columns = {c["name"] for c in sa.inspect(conn).get_columns("tasks")}
         keys = conn.exec_driver_sql("SELECT canonical, io FROM tasks ORDER BY id").all()
     assert version == str(SCHEMA_VERSION) and "succ" not in columns and "guessable" in columns
@@ -173,6 +175,15 @@ def test_every_runs_estimates_are_rebuilt_whoever_migrated_the_pool(store_url):
     with _engine(store_url).connect() as conn:  # both rebuilt: no mark is left
         rows = conn.exec_driver_sql("SELECT key, value FROM selfplay_meta").all()
     assert rows == [("schema_version", str(SCHEMA_VERSION))]
+    # a pool a build without the marks migrated: attempts, and no state fitted from them
+    engine = _engine(store_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM task_stats")
+        conn.exec_driver_sql("DELETE FROM abilities")
+    engine.dispose()
+    with TaskStore.open(store_url, run="old") as store:
+        [e] = store.estimates([1])
+        assert (e.n_answers, e.n_correct) == (16, 12) and len(store.abilities) == 2
 
 
 def test_an_older_pools_keys_are_computed_once_before_the_first_step(store_url, tmp_path, capsys):

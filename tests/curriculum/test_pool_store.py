@@ -155,19 +155,19 @@ def test_a_rollback_gives_back_the_pool_of_its_step_and_the_same_steps_again(sto
 
 
 def test_a_run_without_a_checkpoint_leaves_the_pool_as_it_is_and_says_so(store_url, config, capsys):
-    from selfplay.runs import _roll_back
+    from selfplay.resume import roll_back
 
     with TaskStore.open(store_url, run="r", config=config) as store:
         store.add_tasks([task(0)], Provenance("seed"))
-        _roll_back(store, 0)
+        roll_back(store, 0)
         assert capsys.readouterr().err == ""  # a new run: nothing to say
         for step in (1, 2):
             _play(store, step)
         before = _pool(store)
-        _roll_back(store, 0)  # its checkpoints gone, or another folder on a shared pool
+        roll_back(store, 0)  # its checkpoints gone, or another folder on a shared pool
         _same(_pool(store), before)
         assert "holds tasks or answers up to step 2" in capsys.readouterr().err
-        _roll_back(store, 1)  # resumed from step 1's checkpoint
+        roll_back(store, 1)  # resumed from step 1's checkpoint
         assert "2 tasks and 5 attempts recorded after step 1 removed" in capsys.readouterr().err
 
 

@@ -33,7 +33,8 @@ def test_an_older_pool_is_read_from_a_copy_and_left_as_it_was(tmp_path):
     assert _digest(path) == before
     assert not (tmp_path / "pool.sqlite-wal").exists()
     with _engine(str(path)).connect() as conn:
-        assert conn.exec_driver_sql("SELECT value FROM selfplay_meta").scalar() == "1"
+        version = "SELECT value FROM selfplay_meta WHERE key = 'schema_version'"
+        assert conn.exec_driver_sql(version).scalar() == "1"
     assert SCHEMA_VERSION > 1
     assert not Path(copy).exists()  # the copy is gone on leaving
 
@@ -78,3 +79,27 @@ def test_the_copy_holds_what_a_run_still_writing_has_committed(tmp_path):
         assert len(run) == 105
     with opened_copy(path, "r") as store:
         assert len(store) == 105
+
+
+def test_a_log_a_killed_run_left_is_read_and_left_where_it_is(tmp_path):
+    """A run killed with tasks in its write-ahead log leaves the file and the log: the copy
+    holds those tasks, and both files stay as they were (a reader that could write would
+    fold the log into the file as it closed)."""
+    import shutil
+
+    from pool_helpers import task
+
+    from selfplay.curriculum import Provenance, TaskStore
+
+    path, kept = tmp_path / "pool.sqlite", tmp_path / "killed"
+    kept.mkdir()
+    with TaskStore.open(str(path), "r") as run:
+        run.add_tasks([task(i) for i in range(50)], Provenance("seed", 0))
+        for name in ("pool.sqlite", "pool.sqlite-wal"):  # the files as a SIGKILL leaves them
+            shutil.copy(tmp_path / name, kept / name)
+    killed = kept / "pool.sqlite"
+    before = {p.name: _digest(p) for p in kept.iterdir()}
+    assert "pool.sqlite-wal" in before
+    with opened_copy(killed, "r") as store:
+        assert len(store) == 50
+    assert {p.name: _digest(p) for p in kept.iterdir() if p.suffix != ".sqlite-shm"} == before

@@ -253,3 +253,11 @@ def test_a_labeled_task_the_pool_holds_as_proposed_or_seed_becomes_labeled(store
     assert {t.id for t in tasks if t.provenance.origin == "labeled"} == labeled
     # the rest of a relabeled task's provenance is where it entered first
     assert [t.provenance.source for t in tasks if t.id in (ids[4], again.ids[3])] == ["s", "l"]
+    # one batch holding a task twice, unlabeled then labeled: it enters (or stays) labeled
+    with TaskStore.open(store_url, "r", trapo_config) as reopened:
+        mixed = [Provenance("seed", 0), Provenance("labeled", 0, source="m")]
+        added = reopened.add_tasks([_task(20), _task(20)], mixed)
+        relabeled = reopened.add_tasks([_task(0), _task(0)], mixed).relabeled
+        [new] = reopened.get([added.ids[0]])
+    assert added.ids[0] == added.ids[1] and new.provenance.origin == "labeled"
+    assert new.provenance.source == "m" and relabeled == (ids[0],)
