@@ -37,8 +37,9 @@ where the records carry their task, the wrong answers whose type is not the gold
 (`answer_types`: a list given where the function wants a string), before and after, and how
 many gained items had such an answer before and lost items after. The report is a table
 (`report_table.py`); `--json` prints the same as one object. A line of `metrics.jsonl` or of a
-per-sample file that cannot be read is skipped and counted; the table of a comparison warns of
-the per-sample files' (`unreadable_lines`), which would otherwise show only as a smaller n. The
+per-sample file that cannot be read is skipped and counted; the table of a comparison, and of a
+run's first and last evaluation, warns of the per-sample files' (`unreadable_lines`), which
+would otherwise show only as a smaller n. The
 counts behind the accuracies (`correct`) are there for the figures' intervals; the command also
 draws the figures (`figures.py`) and lists them (`figures`, and `figures_skipped` with why).
 """
@@ -177,10 +178,14 @@ def _benchmarks(folder: Path) -> dict:
         if len(by_step) < 2:
             out[benchmark] = {"note": f"evaluated only at step {min(by_step)}: nothing to compare"}
             continue
-        items = {step: _items(path)[0] for step, path in sorted(by_step.items())}
+        read = {step: _items(path) for step, path in sorted(by_step.items())}
+        items = {step: found for step, (found, _) in read.items()}
         first, last = min(by_step), max(by_step)
+        bad = [read[first][1], read[last][1]]  # lines that could not be read, left out
         for subset, row in _paired(items[first], items[last]).items():
             out[subset] = {"steps": [first, last], **row, "curve": _curve(items, subset)}
+            if any(bad):
+                out[subset]["unreadable_lines"] = bad
     return out
 
 

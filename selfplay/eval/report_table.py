@@ -30,6 +30,9 @@ def render(result: dict) -> str:
             continue
         steps = f" (steps {row['steps'][0]}->{row['steps'][1]})" if "steps" in row else ""
         lines.append(f"{subset}{steps}")
+        if "steps" in row:  # a run's evaluations: the first and the last step's files
+            names = [f"step {step}" for step in row["steps"]]
+            lines += ["    " + w for w in unreadable_warning(names, row.get("unreadable_lines"))]
         lines.append(_render_stats("all", row))
         if row.get("example_answers"):
             before, after = row["example_answers"]

@@ -39,3 +39,23 @@ def test_the_tables_say_how_many_lines_could_not_be_read(tmp_path, capsys):
     assert "are left out (2 of after 2)" in capsys.readouterr().out
     assert main(["report", "--pooled", base, whole]) == 0
     assert "could not be read" not in capsys.readouterr().out
+
+
+def test_a_runs_report_says_how_many_lines_of_its_evaluations_could_not_be_read(tmp_path, capsys):
+    """`selfplay report RUN` pairs the run's first and last evaluation of each benchmark: a
+    line of either that cannot be read is said as in a comparison."""
+    run = tmp_path / "run"
+    (run / "eval").mkdir(parents=True)
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 2, "time": 0.0}) + "\n")
+    for step, cut in ((0, 0), (2, 3)):
+        rows = [json.dumps(_row(i, i < 2 + step)) for i in range(10)]
+        rows[len(rows) - cut :] = [line[: len(line) // 2] for line in rows[len(rows) - cut :]]
+        (run / "eval" / f"cruxeval-step{step}.jsonl").write_text("\n".join(rows) + "\n")
+    assert main(["report", str(run), "--no-figures"]) == 0
+    table = capsys.readouterr().out
+    assert "warning: lines that could not be read are left out (3 of step 2)" in table
+    assert main(["report", str(run), "--no-figures", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["benchmarks"]["cruxeval_o"]["unreadable_lines"] == [
+        0,
+        3,
+    ]
