@@ -11,7 +11,11 @@ differ in the grouping:
 
 For a group G with rewards r_i: A_i = (r_i - mean_G(r)) / (std_G(r) + eps), with the
 population standard deviation. A group with a single sample, or whose rewards are all equal,
-gets advantages of 0: it carries no signal about which sample was better.
+gets advantages of 0: it carries no signal about which sample was better. Equal means within
+rounding (a spread under `TIED` of the rewards' scale, computed in float64): 0.75 - 0.3 and 0.45
+differ in their last bit, and a group of eight 0.45 normalised in float32 had a spread of one
+rounding error, so every sample got the same advantage of about -0.03 and the update trained on
+the group instead of skipping it.
 """
 
 from __future__ import annotations
@@ -32,8 +36,13 @@ class AdvantageInputs:
     prompts: Sequence[int]  # samples drawn from the same prompt share an id
 
 
+#: a group's rewards are tied when their spread is under this share of their scale (at least 1)
+TIED = 1e-9
+
+
 def normalise_within(rewards: torch.Tensor, keys: Sequence[Hashable], eps: float) -> torch.Tensor:
-    """(r - mean) / (std + eps) within each group of equal keys."""
+    """(r - mean) / (std + eps) within each group of equal keys; 0 in a group whose rewards
+    are tied (see the module docstring)."""
     out = torch.zeros_like(rewards, dtype=torch.float32)
     groups: dict[Hashable, list[int]] = {}
     for index, key in enumerate(keys):
@@ -42,10 +51,12 @@ def normalise_within(rewards: torch.Tensor, keys: Sequence[Hashable], eps: float
         if len(members) < 2:
             continue
         index = torch.tensor(members)
-        group = rewards[index].float()
-        centred = group - group.mean()
+        group = rewards[index].double()
+        mean = group.mean()
         std = group.std(unbiased=False)
-        out[index] = centred / (std + eps)
+        if std <= TIED * max(1.0, float(group.abs().max())):
+            continue
+        out[index] = ((group - mean) / (std + eps)).float()
     return out
 
 

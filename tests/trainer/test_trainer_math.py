@@ -52,6 +52,23 @@ def test_equal_rewards_carry_no_signal():
         assert compute_advantages(name, batch).tolist() == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("value, size", [(0.45, 8), (-0.3, 8), (2 / 3, 8), (0.1, 7)])
+def test_rewards_equal_but_for_rounding_carry_no_signal(value, size):
+    """Rewards that cannot be written exactly in binary: the group's mean and spread are off by
+    a rounding error, which normalised to an advantage of a few hundredths for every sample
+    (trained on, not skipped). Tied within rounding, they get 0; a real spread still counts."""
+    batch = inputs([value] * size, ["propose"] * size, ["deduction"] * size, [0] * size)
+    for name in ("trr++", "grpo", "reinforce++"):
+        assert compute_advantages(name, batch).tolist() == [0.0] * size
+    mixed = AdvantageInputs(
+        torch.tensor([0.75 - 0.3, 0.45, 0.45 + 1e-3], dtype=torch.float64),
+        ["solve"] * 3, ["deduction"] * 3, [0, 0, 0],
+    )  # fmt: skip
+    assert compute_advantages("grpo", mixed, eps=0.0).tolist() == pytest.approx(
+        [-1 / math.sqrt(2), -1 / math.sqrt(2), math.sqrt(2)], rel=1e-4
+    )
+
+
 def test_unknown_estimator_and_ragged_inputs():
     with pytest.raises(ValueError, match="unknown advantage"):
         compute_advantages("ppo", inputs([1.0], ["solve"], ["d"], [0]))
