@@ -106,9 +106,14 @@ def _shown(store: str) -> str:
 
 
 def _open_store(TaskStore, cfg, args, create: bool):
-    return cfg, TaskStore.open(
-        args.store, _which_run(args, cfg, create), cfg.curriculum, create=create
-    )
+    from selfplay.curriculum import database
+
+    run = _which_run(args, cfg, create)
+    # opening a SQLite file creates it: a store that is only read is refused while missing,
+    # not left behind as an empty file beside a typo
+    if not create and database.missing_file(database.resolve_url(args.store, run)):
+        raise StoreError(f"the store {_shown(args.store)} holds no tasks")
+    return cfg, TaskStore.open(args.store, run, cfg.curriculum, create=create)
 
 
 def _which_run(args, cfg, create: bool) -> str:

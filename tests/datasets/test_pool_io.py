@@ -283,6 +283,17 @@ def test_command_line_import_export_stats(tmp_path):
     assert bad.returncode == 1 and "min_p" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.parametrize("command", [["stats"], ["export", "--format", "jsonl", "--out"]])
+def test_a_missing_store_named_with_its_run_is_refused_not_created(tmp_path, capsys, command):
+    from selfplay.cli import main
+
+    store = tmp_path / "missing.sqlite"
+    out = [str(tmp_path / "x.jsonl")] if command[0] == "export" else []
+    code = main(["pool", *command, *out, "--store", str(store), "--run", "r"])
+    assert code == 1 and "holds no tasks" in capsys.readouterr().err
+    assert not store.exists() and not (tmp_path / "x.jsonl").exists()
+
+
 @pytest.mark.data
 def test_the_seed_sets_import_with_reported_acceptance(data, tmp_path, executor, capsys):
     files = sorted((data / "azr_seed").glob("*_seed_io.jsonl")) + [
