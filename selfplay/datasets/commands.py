@@ -213,11 +213,31 @@ def export_command(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise StoreError(str(err)) from None
+    _refuse_out_onto_store(args)
     _, store = _open(args, create=False)
     with store:
         count = export(store, args.format, args.out, flt, args.step)
     print(f"exported {count} tasks to {args.out}", file=sys.stderr)
     return 0
+
+
+def _refuse_out_onto_store(args) -> None:
+    """An `--out` that is the SQLite store's own file (or its WAL or shared-memory file) would
+    be truncated while the store is read from it: refused before either is opened."""
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    from selfplay.curriculum import database
+
+    cfg = config_module.load(None, args.overrides)
+    url = make_url(database.resolve_url(args.store, args.run or cfg.curriculum.run))
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return
+    db, out = Path(url.database).resolve(), Path(args.out).expanduser().resolve()
+    for own in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
+        if out == own or (out.exists() and own.exists() and os.path.samefile(out, own)):
+            raise StoreError(f"--out {args.out} is the store's own file {own}: choose another")
 
 
 def stats_command(args: argparse.Namespace) -> int:

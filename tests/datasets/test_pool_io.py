@@ -6,6 +6,7 @@ import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from selfplay.curriculum import Provenance, TaskStore
 from selfplay.datasets.export import ExportFilter, export
 from selfplay.datasets.importer import import_file
 from selfplay.executor import Executor
+from selfplay.types import Task
 
 SEEDS = [
     {"code": "def f(a, b):\n    return a + b", "input": "1, 2", "output": "3", "id": "c1"},
@@ -292,6 +294,25 @@ def test_a_missing_store_named_with_its_run_is_refused_not_created(tmp_path, cap
     code = main(["pool", *command, *out, "--store", str(store), "--run", "r"])
     assert code == 1 and "holds no tasks" in capsys.readouterr().err
     assert not store.exists() and not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_an_export_onto_the_store_itself_is_refused(tmp_path, capsys, monkeypatch, suffix):
+    from selfplay.cli import main
+
+    store, task = (
+        tmp_path / "pool.sqlite",
+        Task("deduction", "def f(x):\n    return x", ("1",), ("1",)),
+    )
+    with TaskStore.open(str(store), run="r") as opened:
+        opened.add_tasks([task], Provenance("seed", 0, "", "import"))
+    before = store.read_bytes()
+    monkeypatch.chdir(tmp_path)  # the same file by a relative path
+    out = ["--out", f"pool.sqlite{suffix}"]
+    code = main(["pool", "export", "--store", str(store), "--format", "jsonl", *out])
+    assert code == 1 and "store's own file" in capsys.readouterr().err
+    assert store.read_bytes() == before
+    assert suffix == "" or not Path(f"{store}{suffix}").exists()
 
 
 @pytest.mark.data
