@@ -205,6 +205,66 @@ def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
     assert hashes == {r["hash"] for r in rows}
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
+def test_an_interrupted_export_leaves_out_as_it_was(tmp_path, monkeypatch, fmt):
+    import selfplay.datasets.export as export_module
+
+    store = str(tmp_path / "pool.sqlite")
+    tasks = [
+        Task("deduction", f"def f(x):\n    return x + {i}", ("1",), (str(i + 1),)) for i in (1, 2)
+    ]
+    with TaskStore.open(store, run="r") as opened:
+        opened.add_tasks(tasks, Provenance("seed", 0, "", "import"))
+        [first, _] = export_module.records(opened, ExportFilter())
+
+        def interrupted(*args):
+            yield first
+            raise KeyboardInterrupt
+
+        out = tmp_path / f"pool.{fmt}"
+        if fmt == "hf":
+            out.mkdir()
+            (out / "notes.txt").write_text("mine")
+        else:
+            out.write_text("precious")
+        before = sorted((p.name, p.read_bytes()) for p in [out, *out.glob("*")] if p.is_file())
+        monkeypatch.setattr(export_module, "records", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            export(opened, fmt, out, ExportFilter(), force=True)
+        after = sorted((p.name, p.read_bytes()) for p in [out, *out.glob("*")] if p.is_file())
+        assert after == before and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            ["pool.sqlite", out.name, *(p.name for p in tmp_path.glob("pool.sqlite-*"))]
+        )
+        monkeypatch.undo()
+        with pytest.raises(FileExistsError, match="--force"):  # not replaced unasked
+            export(opened, fmt, out, ExportFilter())
+        assert export(opened, fmt, out, ExportFilter(), force=True) == 2
+    if fmt == "hf":
+        import datasets
+
+        assert not (out / "notes.txt").exists() and len(datasets.load_from_disk(str(out))) == 2
+    elif fmt == "jsonl":
+        assert len(out.read_text().splitlines()) == 2
+    else:
+        import pyarrow.parquet as pq
+
+        assert pq.read_table(out).num_rows == 2
+
+
+def test_the_export_command_refuses_an_existing_out_unless_forced(tmp_path, capsys):
+    from selfplay.cli import main
+
+    store, out = tmp_path / "pool.sqlite", tmp_path / "pool.jsonl"
+    with TaskStore.open(str(store), run="r") as opened:
+        task = Task("deduction", "def f(x):\n    return x", ("1",), ("1",))
+        opened.add_tasks([task], Provenance("seed", 0, "", "import"))
+    out.write_text("precious")
+    command = ["pool", "export", "--store", str(store), "--format", "jsonl", "--out", str(out)]
+    assert main(command) == 1 and "--force" in capsys.readouterr().err
+    assert out.read_text() == "precious"
+    assert main([*command, "--force"]) == 0 and json.loads(out.read_text())["program"]
+
+
 def test_command_line_import_export_stats(tmp_path):
     seeds = _write(tmp_path / "seeds.jsonl", SEEDS)
     db = str(tmp_path / "cli.sqlite")
