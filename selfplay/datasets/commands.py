@@ -2,7 +2,8 @@
 
   selfplay pool import FILE... --store PATH_OR_URL [--labeled] [--run NAME] [--rejects OUT]
                        [--limit N [--sample-seed S]]
-  selfplay pool export --store PATH_OR_URL --format jsonl|parquet|hf --out PATH [filters]
+  selfplay pool export --store PATH_OR_URL --format jsonl|parquet|hf --out PATH [--force]
+                       [filters]
   selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json] [--programs]
   selfplay pool rename --store PATH_OR_URL [--run NAME] NEW_NAME
 
@@ -16,6 +17,8 @@ benchmark whose own data file is imported (`contamination.import_check`). Traili
 `section.field=value` arguments override the configuration (e.g.
 `curriculum.seed_visible_fraction=0.5 executor.workers=4`). `rename` gives a run another name:
 a run folder copied to go on under a new `curriculum.run` resumes only with its pool renamed.
+Export writes a temporary sibling of `--out` that takes its place only when complete; an
+existing `--out` is refused unless `--force`.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = commands.add_parser("export", help="write the pool as JSONL, Parquet or a datasets folder")
     p.add_argument("--format", required=True, choices=("jsonl", "parquet", "hf"))
     p.add_argument("--out", required=True, help="file (jsonl, parquet) or folder (hf)")
+    p.add_argument(
+        "--force", action="store_true", help="replace an existing --out (once the export is done)"
+    )
     p.add_argument("--type", nargs="+", default=(), dest="types", choices=TASK_TYPES)
     p.add_argument("--origin", nargs="+", default=(), dest="origins", choices=ORIGINS)
     p.add_argument("--min-p", type=float, default=0.0, help="lowest estimated solve rate")
@@ -106,9 +112,14 @@ def _shown(store: str) -> str:
 
 
 def _open_store(TaskStore, cfg, args, create: bool):
-    return cfg, TaskStore.open(
-        args.store, _which_run(args, cfg, create), cfg.curriculum, create=create
-    )
+    from selfplay.curriculum import database
+
+    run = _which_run(args, cfg, create)
+    # opening a SQLite file creates it: a store that is only read is refused while missing,
+    # not left behind as an empty file beside a typo
+    if not create and database.missing_file(database.resolve_url(args.store, run)):
+        raise StoreError(f"the store {_shown(args.store)} holds no tasks")
+    return cfg, TaskStore.open(args.store, run, cfg.curriculum, create=create)
 
 
 def _which_run(args, cfg, create: bool) -> str:
@@ -191,7 +202,7 @@ def _print_report(report) -> None:
 
 def export_command(args: argparse.Namespace) -> int:
     from selfplay.datasets.contamination import BENCHMARK_FILES, BenchmarkPrograms
-    from selfplay.datasets.export import ExportFilter, export
+    from selfplay.datasets.export import ExportFilter, export, refuse_existing
 
     benchmarks = BenchmarkPrograms.load(BENCHMARK_FILES)
     for name, path in benchmarks.missing.items():
@@ -208,11 +219,32 @@ def export_command(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise StoreError(str(err)) from None
+    _refuse_out_onto_store(args)
+    refuse_existing(args.out, args.force)  # before the store is read
     _, store = _open(args, create=False)
     with store:
-        count = export(store, args.format, args.out, flt, args.step)
+        count = export(store, args.format, args.out, flt, args.step, force=args.force)
     print(f"exported {count} tasks to {args.out}", file=sys.stderr)
     return 0
+
+
+def _refuse_out_onto_store(args) -> None:
+    """An `--out` that is the SQLite store's own file (or its WAL or shared-memory file) would
+    be truncated while the store is read from it: refused before either is opened."""
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    from selfplay.curriculum import database
+
+    cfg = config_module.load(None, args.overrides)
+    url = make_url(database.resolve_url(args.store, args.run or cfg.curriculum.run))
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return
+    db, out = Path(url.database).resolve(), Path(args.out).expanduser().resolve()
+    for own in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
+        if out == own or (out.exists() and own.exists() and os.path.samefile(out, own)):
+            raise StoreError(f"--out {args.out} is the store's own file {own}: choose another")
 
 
 def stats_command(args: argparse.Namespace) -> int:

@@ -23,6 +23,9 @@ The JSONL form is the generic seed format, so an export imports back (`selfplay 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,23 +178,79 @@ def arrow_schema():
     return pa.schema(list(fields.items()))
 
 
-def export(store, fmt: str, out: str | Path, flt: ExportFilter, step: int | None = None) -> int:
-    """Write the filtered pool to `out` in `fmt`; returns the number of tasks written."""
+def export(
+    store,
+    fmt: str,
+    out: str | Path,
+    flt: ExportFilter,
+    step: int | None = None,
+    *,
+    force: bool = False,
+) -> int:
+    """Write the filtered pool to `out` in `fmt`; returns the number of tasks written.
+
+    The export goes to a temporary sibling of `out` that replaces it only once complete: an
+    interrupted export leaves no truncated file that looks whole (a JSONL prefix, a Parquet
+    file with fewer rows), and nothing of an earlier `out`'s is lost. An existing `out` is
+    refused unless `force`."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; know {FORMATS}")
     out = Path(out)
+    refuse_existing(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     items = records(store, flt, step)
-    if fmt == "jsonl":
-        count = 0
-        with out.open("w", encoding="utf-8") as stream:
-            for record in items:
-                stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-        return count
-    if fmt == "parquet":
-        return _parquet(items, out)
-    return _hf(items, out)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    try:
+        if fmt == "jsonl":
+            count = _jsonl(items, partial)
+        elif fmt == "parquet":
+            count = _parquet(items, partial)
+        else:
+            count = _hf(items, partial)
+        _replace(partial, out)
+    except BaseException:
+        _remove(partial)
+        raise
+    return count
+
+
+def refuse_existing(out: str | Path, force: bool) -> None:
+    """An export replaces no file or folder unasked: an hf folder would get the dataset's
+    files beside the user's own, a file would be overwritten."""
+    if not force and (Path(out).exists() or Path(out).is_symlink()):
+        raise FileExistsError(f"{out} exists: choose another --out, or pass --force to replace it")
+
+
+def _replace(partial: Path, out: Path) -> None:
+    """Put the complete export in `out`'s place. A folder (hf) cannot replace another in one
+    step: the old one is moved aside first and removed once the new one is in place."""
+    if not partial.is_dir() or not out.is_dir():
+        os.replace(partial, out)
+        return
+    old = partial.with_name(partial.name + ".old")
+    os.replace(out, old)
+    try:
+        os.replace(partial, out)
+    except BaseException:
+        os.replace(old, out)
+        raise
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _jsonl(items, out: Path) -> int:
+    count = 0
+    with out.open("x", encoding="utf-8") as stream:
+        for record in items:
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count
 
 
 def _batches(items: Iterator[dict]):
@@ -227,5 +286,6 @@ def _hf(items, out: Path) -> int:
     import pyarrow as pa
 
     table = pa.concat_tables(list(_batches(items)))
+    out.mkdir()
     datasets.Dataset(datasets.table.InMemoryTable(table)).save_to_disk(str(out))
     return table.num_rows

@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from selfplay.eval.paired import exchange_test, sign_test
-from selfplay.eval.report import Item, _items, samples_file
+from selfplay.eval.report import Item, readable_items, samples_file
 from selfplay.eval.report_table import unreadable_warning
 from selfplay.provenance import setup_warning
 
@@ -38,7 +38,7 @@ def pooled(base: str | Path, afters: list[str | Path]) -> dict:
     if not afters:
         raise ValueError("--pooled needs a base and at least one checkpoint's evaluation")
     paths = [samples_file(given) for given in (base, *afters)]
-    read = [_items(path) for path in paths]
+    read = [readable_items(path) for path in paths]
     out: dict = {"base": str(paths[0]), "after": [str(p) for p in paths[1:]], "draws": DRAWS}
     if any(bad for _, bad in read):
         out["unreadable_lines"] = [bad for _, bad in read]

@@ -86,6 +86,8 @@ def report(folder: str | Path) -> dict:
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"no run folder at {folder}")
+    if not (folder / "metrics.jsonl").is_file() and not (folder / "eval").is_dir():
+        raise FileNotFoundError(f"{folder} is no run folder: it has no metrics.jsonl and no eval/")
     rows, unreadable = read_metrics(folder / "metrics.jsonl")
     return {
         "run": str(folder),
@@ -217,7 +219,7 @@ def compare(before: str | Path, after: str | Path, across_formats: bool = False)
     prompt format with the same subset in another (`cruxeval_o_cot` with `cruxeval_o`: one
     model asked two ways); each such subset then warns that the formats differ."""
     paths = [samples_file(before), samples_file(after)]
-    (first, bad_first), (last, bad_last) = _items(paths[0]), _items(paths[1])
+    (first, bad_first), (last, bad_last) = readable_items(paths[0]), readable_items(paths[1])
     free = [_format_free(first), _format_free(last)]
     if across_formats:
         for path, items in zip(paths, free, strict=True):
@@ -400,6 +402,16 @@ def _count(pairs: list[tuple[Item, Item]], flag: str) -> list[int] | None:
     if all(getattr(x, flag) is None for pair in pairs for x in pair):
         return None
     return [sum(bool(getattr(x, flag)) for x in side) for side in zip(*pairs, strict=True)]
+
+
+def readable_items(path: Path) -> tuple[dict[tuple, Item], int]:
+    """`_items` of a file given to compare: one without a readable record is an error naming
+    it, not an empty table or a pairing that finds nothing shared."""
+    items, bad = _items(path)
+    if not items:
+        lines = f" ({bad} unreadable lines)" if bad else " (it is empty)"
+        raise ValueError(f"{path} holds no readable evaluation record{lines}")
+    return items, bad
 
 
 def _items(path: Path) -> tuple[dict[tuple, Item], int]:

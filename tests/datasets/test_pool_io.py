@@ -6,6 +6,7 @@ import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from selfplay.curriculum import Provenance, TaskStore
 from selfplay.datasets.export import ExportFilter, export
 from selfplay.datasets.importer import import_file
 from selfplay.executor import Executor
+from selfplay.types import Task
 
 SEEDS = [
     {"code": "def f(a, b):\n    return a + b", "input": "1, 2", "output": "3", "id": "c1"},
@@ -203,6 +205,66 @@ def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
     assert hashes == {r["hash"] for r in rows}
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
+def test_an_interrupted_export_leaves_out_as_it_was(tmp_path, monkeypatch, fmt):
+    import selfplay.datasets.export as export_module
+
+    store = str(tmp_path / "pool.sqlite")
+    tasks = [
+        Task("deduction", f"def f(x):\n    return x + {i}", ("1",), (str(i + 1),)) for i in (1, 2)
+    ]
+    with TaskStore.open(store, run="r") as opened:
+        opened.add_tasks(tasks, Provenance("seed", 0, "", "import"))
+        [first, _] = export_module.records(opened, ExportFilter())
+
+        def interrupted(*args):
+            yield first
+            raise KeyboardInterrupt
+
+        out = tmp_path / f"pool.{fmt}"
+        if fmt == "hf":
+            out.mkdir()
+            (out / "notes.txt").write_text("mine")
+        else:
+            out.write_text("precious")
+        before = sorted((p.name, p.read_bytes()) for p in [out, *out.glob("*")] if p.is_file())
+        monkeypatch.setattr(export_module, "records", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            export(opened, fmt, out, ExportFilter(), force=True)
+        after = sorted((p.name, p.read_bytes()) for p in [out, *out.glob("*")] if p.is_file())
+        assert after == before and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            ["pool.sqlite", out.name, *(p.name for p in tmp_path.glob("pool.sqlite-*"))]
+        )
+        monkeypatch.undo()
+        with pytest.raises(FileExistsError, match="--force"):  # not replaced unasked
+            export(opened, fmt, out, ExportFilter())
+        assert export(opened, fmt, out, ExportFilter(), force=True) == 2
+    if fmt == "hf":
+        import datasets
+
+        assert not (out / "notes.txt").exists() and len(datasets.load_from_disk(str(out))) == 2
+    elif fmt == "jsonl":
+        assert len(out.read_text().splitlines()) == 2
+    else:
+        import pyarrow.parquet as pq
+
+        assert pq.read_table(out).num_rows == 2
+
+
+def test_the_export_command_refuses_an_existing_out_unless_forced(tmp_path, capsys):
+    from selfplay.cli import main
+
+    store, out = tmp_path / "pool.sqlite", tmp_path / "pool.jsonl"
+    with TaskStore.open(str(store), run="r") as opened:
+        task = Task("deduction", "def f(x):\n    return x", ("1",), ("1",))
+        opened.add_tasks([task], Provenance("seed", 0, "", "import"))
+    out.write_text("precious")
+    command = ["pool", "export", "--store", str(store), "--format", "jsonl", "--out", str(out)]
+    assert main(command) == 1 and "--force" in capsys.readouterr().err
+    assert out.read_text() == "precious"
+    assert main([*command, "--force"]) == 0 and json.loads(out.read_text())["program"]
+
+
 def test_command_line_import_export_stats(tmp_path):
     seeds = _write(tmp_path / "seeds.jsonl", SEEDS)
     db = str(tmp_path / "cli.sqlite")
@@ -281,6 +343,36 @@ def test_command_line_import_export_stats(tmp_path):
         text=True,
     )
     assert bad.returncode == 1 and "min_p" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("command", [["stats"], ["export", "--format", "jsonl", "--out"]])
+def test_a_missing_store_named_with_its_run_is_refused_not_created(tmp_path, capsys, command):
+    from selfplay.cli import main
+
+    store = tmp_path / "missing.sqlite"
+    out = [str(tmp_path / "x.jsonl")] if command[0] == "export" else []
+    code = main(["pool", *command, *out, "--store", str(store), "--run", "r"])
+    assert code == 1 and "holds no tasks" in capsys.readouterr().err
+    assert not store.exists() and not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_an_export_onto_the_store_itself_is_refused(tmp_path, capsys, monkeypatch, suffix):
+    from selfplay.cli import main
+
+    store, task = (
+        tmp_path / "pool.sqlite",
+        Task("deduction", "def f(x):\n    return x", ("1",), ("1",)),
+    )
+    with TaskStore.open(str(store), run="r") as opened:
+        opened.add_tasks([task], Provenance("seed", 0, "", "import"))
+    before = store.read_bytes()
+    monkeypatch.chdir(tmp_path)  # the same file by a relative path
+    out = ["--out", f"pool.sqlite{suffix}"]
+    code = main(["pool", "export", "--store", str(store), "--format", "jsonl", *out])
+    assert code == 1 and "store's own file" in capsys.readouterr().err
+    assert store.read_bytes() == before
+    assert suffix == "" or not Path(f"{store}{suffix}").exists()
 
 
 @pytest.mark.data

@@ -104,8 +104,9 @@ def test_an_older_run_without_pool_or_evaluations_gets_what_it_recorded(tmp_path
     drawn = figures.training(read_metrics(tmp_path / "metrics.jsonl")[0], tmp_path / "t.png", "")
     assert drawn == ["solver accuracy", "valid proposals per task type", "mean reward"]
 
-    empty = tmp_path / "empty"
+    empty = tmp_path / "empty"  # a run that logged no step yet (a bare folder is no run's)
     empty.mkdir()
+    (empty / "metrics.jsonl").write_text("")
     assert main(["report", str(empty), "--figures", str(tmp_path / "elsewhere")]) == 0
     table = capsys.readouterr().out
     assert "no figure: no step metrics" in table and "no figure: no pool at" in table

@@ -59,3 +59,22 @@ def test_a_runs_report_says_how_many_lines_of_its_evaluations_could_not_be_read(
         0,
         3,
     ]
+
+
+def test_a_file_with_no_readable_record_is_an_error_naming_it(tmp_path, capsys):
+    base = _write(tmp_path / "base", [_row(i, i < 3) for i in range(4)])
+    empty = _write(tmp_path / "empty", [])
+    cut = _write(tmp_path / "cut", [_row(0, True)], cut=1)
+    for command in (["--pooled", empty, cut], ["--pooled", base, cut], ["--compare", base, empty]):
+        assert main(["report", *command]) == 1
+        err = capsys.readouterr().err
+        named = empty if command[1] == empty or command[2] == empty else cut
+        assert f"{named}/samples.jsonl holds no readable evaluation record" in err, err
+        assert "share no evaluated item" not in err
+
+
+def test_a_folder_that_is_no_run_folder_is_an_error(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("not a run")
+    assert main(["report", str(tmp_path), "--no-figures"]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path} is no run folder" in err and "0 steps" not in err
