@@ -145,3 +145,27 @@ def test_yaml_booleans_read_back_as_the_word_a_choice_allows(tmp_path):
     assert load(recipe, []).trainer.mixed_precision == "no"
     with pytest.raises(ConfigError, match="trainer.aggregation"):
         load(None, ["trainer.aggregation=no"])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "run:\n  steps: 3\nmodel:\n  name: x\nrun:\n  seed: 7\n",
+            r"key run is given twice \(lines 1 and 5\)",
+        ),
+        ("run:\n  steps: 3\n  steps: 5\n", r"key run.steps is given twice \(lines 2 and 3\)"),
+    ],
+)
+def test_a_key_given_twice_in_a_recipe_is_refused(tmp_path, text, message):
+    """YAML keeps the last of two equal keys: a second `run:` section silently dropped the
+    first's fields, and a field set twice took the later value."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load(recipe)
+    with pytest.raises(ConfigError, match="key steps is given twice"):
+        load(None, ["run={steps: 3, steps: 5}"])
+    # a merge key brings in fields that the mapping may set again
+    recipe.write_text("engine: &base {seed: 3}\nrun:\n  <<: *base\n  steps: 2\n  seed: 5\n")
+    assert (load(recipe).run.seed, load(recipe).run.steps) == (5, 2)

@@ -208,14 +208,54 @@ def _set_dotted(data: dict, dotted: str, value: object) -> None:
     node[keys[-1]] = value
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice in one mapping is refused: the plain loader
+    keeps the last value, so a second `run:` section or a repeated field would silently undo
+    the first. Keys a merge (`<<: *base`) brings in may still be set again."""
+
+    def construct_document(self, node):
+        _refuse_duplicates(node, "", set())
+        return super().construct_document(node)
+
+
+def _refuse_duplicates(node: yaml.Node, where: str, seen: set[int]) -> None:
+    if id(node) in seen:  # an alias of a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_duplicates(item, where, seen)
+    if not isinstance(node, yaml.MappingNode):
+        return
+    lines: dict[tuple[str, str], int] = {}
+    for key, value in node.value:
+        if key.tag == "tag:yaml.org,2002:merge":
+            _refuse_duplicates(value, where, seen)
+            continue
+        name = f"{where}.{key.value}" if where else str(key.value)
+        if isinstance(key, yaml.ScalarNode):
+            line = key.start_mark.line + 1
+            if (key.tag, key.value) in lines:
+                first = lines[(key.tag, key.value)]
+                raise ConfigError(f"key {name} is given twice (lines {first} and {line})")
+            lines[(key.tag, key.value)] = line
+        _refuse_duplicates(value, name, seen)
+
+
+def _load_yaml(text: str) -> object:
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader: builds no Python objects
+
+
 def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
     """The recipe's mapping with `a.b=value` overrides applied (values parsed as YAML)."""
     data: dict = {}
     if recipe is not None:
         try:
-            loaded = yaml.safe_load(Path(recipe).read_text()) or {}
+            loaded = _load_yaml(Path(recipe).read_text()) or {}
         except yaml.YAMLError as err:
             raise ConfigError(f"recipe {recipe} is not valid YAML: {err}") from None
+        except ConfigError as err:
+            raise ConfigError(f"recipe {recipe}: {err}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"recipe {recipe} must be a mapping at the top level")
         data = loaded
@@ -224,7 +264,9 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
         if not sep or not key:
             raise ConfigError(f"override {item!r} must look like section.field=value")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = _load_yaml(raw) if raw.strip() else ""
+        except ConfigError as err:
+            raise ConfigError(f"override {item!r}: {err}") from None
         except yaml.YAMLError as err:
             if _flow(err):  # meant as a list or mapping: taking it as text would mislead
                 raise ConfigError(
