@@ -169,3 +169,17 @@ def test_a_key_given_twice_in_a_recipe_is_refused(tmp_path, text, message):
     # a merge key brings in fields that the mapping may set again
     recipe.write_text("engine: &base {seed: 3}\nrun:\n  <<: *base\n  steps: 2\n  seed: 5\n")
     assert (load(recipe).run.seed, load(recipe).run.steps) == (5, 2)
+
+
+def test_a_recipe_that_is_not_text_or_has_no_names_for_keys_is_refused(tmp_path):
+    """Both stopped the command with a traceback instead of a message."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_bytes("run:\n  folder: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        load(recipe)
+    recipe.write_text("1: a\n")
+    with pytest.raises(ConfigError, match="config key 1 is not a name; known: curriculum"):
+        load(recipe)
+    recipe.write_text("run:\n  null: 3\n")
+    with pytest.raises(ConfigError, match="config key run.None is not a name"):
+        load(recipe)

@@ -161,8 +161,11 @@ def from_dict(cls, data: dict, where: str = ""):
     """Build `cls` from a (partial) mapping; unknown keys and wrong types raise `ConfigError`."""
     hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
     prefix = f"{where}." if where else ""
+    for key in data:  # YAML reads `1:` or `null:` as a number or None, which no field is
+        if not isinstance(key, str):
+            raise ConfigError(f"config key {prefix}{key!r} is not a name; known: {_known(names)}")
+    unknown = sorted(set(data) - names)
     for key in unknown:
         if key in getattr(cls, "retired", {}):
             raise ConfigError(f"config key {prefix}{key} was removed: {cls.retired[key]}")
@@ -172,9 +175,7 @@ def from_dict(cls, data: dict, where: str = ""):
         unknown.remove(key)
         data = {k: v for k, v in data.items() if k != key}
     if unknown:
-        raise ConfigError(
-            f"unknown config key {prefix}{unknown[0]}; known: {', '.join(sorted(names))}"
-        )
+        raise ConfigError(f"unknown config key {prefix}{unknown[0]}; known: {_known(names)}")
     kwargs = {
         name: _coerce(value, hints[name], f"{where}.{name}" if where else name)
         for name, value in data.items()
@@ -183,6 +184,10 @@ def from_dict(cls, data: dict, where: str = ""):
         return cls(**kwargs)
     except TypeError as err:
         raise ConfigError(f"{where or cls.__name__}: {err}") from None
+
+
+def _known(names: set[str]) -> str:
+    return ", ".join(sorted(names))
 
 
 def to_dict(obj) -> dict:
@@ -251,7 +256,9 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
     data: dict = {}
     if recipe is not None:
         try:
-            loaded = _load_yaml(Path(recipe).read_text()) or {}
+            loaded = _load_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"recipe {recipe} is not UTF-8 text: {err}") from None
         except yaml.YAMLError as err:
             raise ConfigError(f"recipe {recipe} is not valid YAML: {err}") from None
         except ConfigError as err:
