@@ -47,7 +47,7 @@ def test_defaults_and_overrides(tmp_path):
         (["seed.labeled_limit=-5"], "seed.labeled_limit must be 0"),
         (["nonsense"], "section.field=value"),
         (["trainer.propose_weight=-1"], "trainer.propose_weight must be a finite number"),
-        (["trainer.propose_weight=.nan"], "trainer.propose_weight must be a finite number"),
+        (["trainer.propose_weight=.nan"], "trainer.propose_weight: expected a finite number"),
         (["trainer.propose_kl_weight=-1"], "trainer.propose_kl_weight must be a finite"),
         (["trainer.propose_kl_weight=2"], "propose_kl_weight weighs the KL term"),
         # a flow list YAML cannot read (braces in an unquoted item) was taken as one path
@@ -183,3 +183,52 @@ def test_a_recipe_that_is_not_text_or_has_no_names_for_keys_is_refused(tmp_path)
     recipe.write_text("run:\n  null: 3\n")
     with pytest.raises(ConfigError, match="config key run.None is not a name"):
         load(recipe)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "generation.temperature=nan",
+        "generation.temperature=.nan",
+        "trainer.clip_low=nan",
+        "executor.run_timeout_s=nan",
+        "trainer.lr=inf",
+        "trainer.max_grad_norm=.inf",
+        "curriculum.band=[0.3, .nan]",
+    ],
+)
+def test_a_float_that_is_not_finite_is_refused(override):
+    """NaN passed every range check (`nan <= 0` is false) and no knob means anything by it or
+    by infinity."""
+    key = override.partition("=")[0]
+    with pytest.raises(ConfigError, match=rf"{key}(\[1\])?: expected a finite number"):
+        load(None, [override])
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "trainer.clip_low",
+        "trainer.clip_high",
+        "trainer.warmup_steps",
+        "trainer.weight_decay",
+        "run.eval_every",  # `step % -1 == 0` evaluated every step
+        "run.eval_problems",  # `rows[:-3]` evaluated all but the last 3
+        "executor.wall_slack_s",
+        "executor.batch_grace_s",
+        "executor.max_int_digits",
+        "curriculum.busy_timeout_s",
+        "curriculum.sqlite_cache_mb",
+    ],
+)
+def test_a_negative_count_or_time_is_refused(key):
+    with pytest.raises(ConfigError, match=f"{key} must be >= 0"):
+        load(None, [f"{key}=-1"])
+    load(None, [f"{key}=0"])
+
+
+def test_the_minus_one_sentinels_stay_valid():
+    cfg = load(None, ["generation.solve_temperature=-1", "executor.compilers=-1"])
+    assert (cfg.generation.solve_temperature, cfg.executor.compilers) == (-1, -1)
+    with pytest.raises(ConfigError, match="ExecutorConfig.run_timeout_s must be positive"):
+        ExecutorConfig(run_timeout_s=float("nan"))  # built in code

@@ -12,8 +12,10 @@ neither a section's `check` nor its documentation repeats the set. `Annotated[Li
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import math
 import sys
 import types
 import typing
@@ -75,9 +77,19 @@ class Checked:
 
 
 def positive(obj, *names: str) -> None:
+    """Refuses NaN and infinity too (`nan <= 0` is false), for a section built in code."""
     for name in names:
-        if getattr(obj, name) <= 0:
+        value = getattr(obj, name)
+        if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
+
+
+def not_negative(obj, where: str, *names: str) -> None:
+    """`where.name` must be 0 or more, for a count or a length of time where a negative value
+    has no meaning (it would not fail, only do something else: `step % -1` is always 0)."""
+    for name in names:
+        if not getattr(obj, name) >= 0:
+            raise ConfigError(f"{where}.{name} must be >= 0")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,13 +157,12 @@ def _coerce(value: object, hint: object, where: str) -> object:
             raise ConfigError(f"{where}: expected a list, got {value!r}")
         (item,) = typing.get_args(hint)[:1]
         return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is float and isinstance(value, str):  # YAML 1.1 reads `1e-5` as text
-        try:
-            return float(value)
-        except ValueError:
-            pass
+    if hint is float and isinstance(value, int | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError, OverflowError):  # YAML 1.1 reads `1e-5` as text
+            value = float(value)
+    if hint is float and isinstance(value, float) and not math.isfinite(value):
+        # no knob means anything by NaN or infinity, and NaN passes every `<`/`<=` range check
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
     if hint in (int, float, str, bool) and type(value) is not hint:
         raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
     return value
