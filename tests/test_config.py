@@ -232,3 +232,18 @@ def test_the_minus_one_sentinels_stay_valid():
     assert (cfg.generation.solve_temperature, cfg.executor.compilers) == (-1, -1)
     with pytest.raises(ConfigError, match="ExecutorConfig.run_timeout_s must be positive"):
         ExecutorConfig(run_timeout_s=float("nan"))  # built in code
+
+
+def test_numbers_are_read_in_base_10(tmp_path):
+    """YAML 1.1 read `run.seed=017` as octal 15 and `run.steps=1:30` as sexagesimal 90."""
+    assert load(None, ["run.seed=017", "run.steps=1_000"]).run.seed == 17
+    assert load(None, ["trainer.lr=010"]).trainer.lr == 10.0
+    assert load(None, ["trainer.lr=1e-5"]).trainer.lr == 1e-5
+    assert load(None, ["curriculum.run=1:30"]).curriculum.run == "1:30"
+    with pytest.raises(ConfigError, match="run.steps: expected int, got '1:30'"):
+        load(None, ["run.steps=1:30"])
+    with pytest.raises(ConfigError, match="trainer.lr: expected float, got '1:30.5'"):
+        load(None, ["trainer.lr=1:30.5"])
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("run:\n  seed: 017\n")
+    assert load(recipe).run.seed == 17

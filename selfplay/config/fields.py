@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import re
 import sys
 import types
 import typing
@@ -232,6 +233,23 @@ class _Loader(yaml.SafeLoader):
     def construct_document(self, node):
         _refuse_duplicates(node, "", set())
         return super().construct_document(node)
+
+    def construct_yaml_int(self, node):
+        """YAML 1.1 reads `017` as octal 15 and `1:30` as sexagesimal 90: digits are read in
+        base 10, and the `:` form is kept as the text it was (which a number field refuses)."""
+        text = self.construct_scalar(node)
+        digits = text.replace("_", "")
+        if re.fullmatch(r"[-+]?[0-9]+", digits):
+            return int(digits, 10)
+        return text if ":" in text else super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        text = self.construct_scalar(node)
+        return text if ":" in text else super().construct_yaml_float(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 
 
 def _refuse_duplicates(node: yaml.Node, where: str, seen: set[int]) -> None:
