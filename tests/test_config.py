@@ -247,3 +247,13 @@ def test_numbers_are_read_in_base_10(tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text("run:\n  seed: 017\n")
     assert load(recipe).run.seed == 17
+
+
+def test_a_mapping_override_is_merged_into_the_section(tmp_path):
+    """`run={seed: 1}` replaced the recipe's whole `run` section, silently dropping its steps."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("run:\n  steps: 3\ntrainer:\n  lora: {rank: 8, alpha: 16}\n")
+    cfg = load(recipe, ["run={seed: 1}", "trainer={lora: {alpha: 4}}"])
+    assert (cfg.run.steps, cfg.run.seed) == (3, 1)
+    assert (cfg.trainer.lora.rank, cfg.trainer.lora.alpha) == (8, 4.0)
+    assert load(recipe, ["run={steps: 5}", "run.seed=2"]).run.steps == 5

@@ -216,13 +216,23 @@ def to_dict(obj) -> dict:
 
 
 def _set_dotted(data: dict, dotted: str, value: object) -> None:
+    """Set `dotted` to `value`; a mapping is merged into the section already there, so that
+    `run={seed: 1}` changes the seed without dropping the recipe's other `run` fields."""
     keys = dotted.split(".")
     node = data
     for key in keys[:-1]:
         node = node.setdefault(key, {})
         if not isinstance(node, dict):
             raise ConfigError(f"{dotted}: {key} is not a section")
-    node[keys[-1]] = value
+    node[keys[-1]] = _merged(node.get(keys[-1]), value)
+
+
+def _merged(old: object, new: object) -> object:
+    """`new` over `old`, mapping into mapping at every depth (a new dict: a YAML alias may
+    share `old` with another section)."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return new
+    return {**old, **{key: _merged(old.get(key), value) for key, value in new.items()}}
 
 
 class _Loader(yaml.SafeLoader):
