@@ -47,7 +47,7 @@ def test_defaults_and_overrides(tmp_path):
         (["seed.labeled_limit=-5"], "seed.labeled_limit must be 0"),
         (["nonsense"], "section.field=value"),
         (["trainer.propose_weight=-1"], "trainer.propose_weight must be a finite number"),
-        (["trainer.propose_weight=.nan"], "trainer.propose_weight must be a finite number"),
+        (["trainer.propose_weight=.nan"], "trainer.propose_weight: expected a finite number"),
         (["trainer.propose_kl_weight=-1"], "trainer.propose_kl_weight must be a finite"),
         (["trainer.propose_kl_weight=2"], "propose_kl_weight weighs the KL term"),
         # a flow list YAML cannot read (braces in an unquoted item) was taken as one path
@@ -145,3 +145,115 @@ def test_yaml_booleans_read_back_as_the_word_a_choice_allows(tmp_path):
     assert load(recipe, []).trainer.mixed_precision == "no"
     with pytest.raises(ConfigError, match="trainer.aggregation"):
         load(None, ["trainer.aggregation=no"])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "run:\n  steps: 3\nmodel:\n  name: x\nrun:\n  seed: 7\n",
+            r"key run is given twice \(lines 1 and 5\)",
+        ),
+        ("run:\n  steps: 3\n  steps: 5\n", r"key run.steps is given twice \(lines 2 and 3\)"),
+    ],
+)
+def test_a_key_given_twice_in_a_recipe_is_refused(tmp_path, text, message):
+    """YAML keeps the last of two equal keys: a second `run:` section silently dropped the
+    first's fields, and a field set twice took the later value."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load(recipe)
+    with pytest.raises(ConfigError, match="key steps is given twice"):
+        load(None, ["run={steps: 3, steps: 5}"])
+    # a merge key brings in fields that the mapping may set again
+    recipe.write_text("engine: &base {seed: 3}\nrun:\n  <<: *base\n  steps: 2\n  seed: 5\n")
+    assert (load(recipe).run.seed, load(recipe).run.steps) == (5, 2)
+
+
+def test_a_recipe_that_is_not_text_or_has_no_names_for_keys_is_refused(tmp_path):
+    """Both stopped the command with a traceback instead of a message."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_bytes("run:\n  folder: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        load(recipe)
+    recipe.write_text("1: a\n")
+    with pytest.raises(ConfigError, match="config key 1 is not a name; known: curriculum"):
+        load(recipe)
+    recipe.write_text("run:\n  null: 3\n")
+    with pytest.raises(ConfigError, match="config key run.None is not a name"):
+        load(recipe)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "generation.temperature=nan",
+        "generation.temperature=.nan",
+        "trainer.clip_low=nan",
+        "executor.run_timeout_s=nan",
+        "trainer.lr=inf",
+        "trainer.max_grad_norm=.inf",
+        "curriculum.band=[0.3, .nan]",
+    ],
+)
+def test_a_float_that_is_not_finite_is_refused(override):
+    """NaN passed every range check (`nan <= 0` is false) and no knob means anything by it or
+    by infinity."""
+    key = override.partition("=")[0]
+    with pytest.raises(ConfigError, match=rf"{key}(\[1\])?: expected a finite number"):
+        load(None, [override])
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "trainer.clip_low",
+        "trainer.clip_high",
+        "trainer.warmup_steps",
+        "trainer.weight_decay",
+        "run.eval_every",  # `step % -1 == 0` evaluated every step
+        "run.eval_problems",  # `rows[:-3]` evaluated all but the last 3
+        "executor.wall_slack_s",
+        "executor.batch_grace_s",
+        "executor.max_int_digits",
+        "curriculum.busy_timeout_s",
+        "curriculum.sqlite_cache_mb",
+    ],
+)
+def test_a_negative_count_or_time_is_refused(key):
+    with pytest.raises(ConfigError, match=f"{key} must be >= 0"):
+        load(None, [f"{key}=-1"])
+    load(None, [f"{key}=0"])
+
+
+def test_the_minus_one_sentinels_stay_valid():
+    cfg = load(None, ["generation.solve_temperature=-1", "executor.compilers=-1"])
+    assert (cfg.generation.solve_temperature, cfg.executor.compilers) == (-1, -1)
+    with pytest.raises(ConfigError, match="ExecutorConfig.run_timeout_s must be positive"):
+        ExecutorConfig(run_timeout_s=float("nan"))  # built in code
+
+
+def test_numbers_are_read_in_base_10(tmp_path):
+    """YAML 1.1 read `run.seed=017` as octal 15 and `run.steps=1:30` as sexagesimal 90."""
+    assert load(None, ["run.seed=017", "run.steps=1_000"]).run.seed == 17
+    assert load(None, ["trainer.lr=010"]).trainer.lr == 10.0
+    assert load(None, ["trainer.lr=1e-5"]).trainer.lr == 1e-5
+    assert load(None, ["curriculum.run=1:30"]).curriculum.run == "1:30"
+    with pytest.raises(ConfigError, match="run.steps: expected int, got '1:30'"):
+        load(None, ["run.steps=1:30"])
+    with pytest.raises(ConfigError, match="trainer.lr: expected float, got '1:30.5'"):
+        load(None, ["trainer.lr=1:30.5"])
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("run:\n  seed: 017\n")
+    assert load(recipe).run.seed == 17
+
+
+def test_a_mapping_override_is_merged_into_the_section(tmp_path):
+    """`run={seed: 1}` replaced the recipe's whole `run` section, silently dropping its steps."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("run:\n  steps: 3\ntrainer:\n  lora: {rank: 8, alpha: 16}\n")
+    cfg = load(recipe, ["run={seed: 1}", "trainer={lora: {alpha: 4}}"])
+    assert (cfg.run.steps, cfg.run.seed) == (3, 1)
+    assert (cfg.trainer.lora.rank, cfg.trainer.lora.alpha) == (8, 4.0)
+    assert load(recipe, ["run={steps: 5}", "run.seed=2"]).run.steps == 5

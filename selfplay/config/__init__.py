@@ -26,6 +26,7 @@ from selfplay.config.fields import (
     ConfigError,
     from_dict,
     knob,
+    not_negative,
     positive,
     read_data,
     section,
@@ -127,6 +128,7 @@ class ExecutorConfig(Checked):
             raise ConfigError("executor.compilers must be -1 (one per core), 0 or more")
         positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
         positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
+        not_negative(self, "executor", "wall_slack_s", "batch_grace_s", "max_int_digits")
 
 
 @dataclass(frozen=True)
@@ -427,6 +429,7 @@ class RunConfig(Checked):
         positive(self, "steps", "checkpoint_every", "keep_checkpoints", "process_group_timeout_s")
         if self.threads < 0:
             raise ConfigError(f"run.threads: {self.threads}; use 0 (automatic) or a count")
+        not_negative(self, "run", "eval_every", "eval_problems")
         if not self.eval_benchmarks:
             raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
         formats = self.eval_prompt_formats

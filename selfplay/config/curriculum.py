@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal, get_args
 
-from selfplay.config.fields import Checked, ConfigError, knob, positive
+from selfplay.config.fields import Checked, ConfigError, knob, not_negative, positive
 from selfplay.types import TASK_TYPES
 
 __all__ = ["LEARNABILITY_SHAPES", "LearnabilityShape", "CurriculumConfig"]
@@ -180,3 +180,4 @@ class CurriculumConfig(Checked):
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"curriculum.{name} must be >= 0")
+        not_negative(self, "curriculum", "busy_timeout_s", "sqlite_cache_mb")

@@ -12,8 +12,11 @@ neither a section's `check` nor its documentation repeats the set. `Annotated[Li
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import math
+import re
 import sys
 import types
 import typing
@@ -75,9 +78,19 @@ class Checked:
 
 
 def positive(obj, *names: str) -> None:
+    """Refuses NaN and infinity too (`nan <= 0` is false), for a section built in code."""
     for name in names:
-        if getattr(obj, name) <= 0:
+        value = getattr(obj, name)
+        if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
+
+
+def not_negative(obj, where: str, *names: str) -> None:
+    """`where.name` must be 0 or more, for a count or a length of time where a negative value
+    has no meaning (it would not fail, only do something else: `step % -1` is always 0)."""
+    for name in names:
+        if not getattr(obj, name) >= 0:
+            raise ConfigError(f"{where}.{name} must be >= 0")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,13 +158,12 @@ def _coerce(value: object, hint: object, where: str) -> object:
             raise ConfigError(f"{where}: expected a list, got {value!r}")
         (item,) = typing.get_args(hint)[:1]
         return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is float and isinstance(value, str):  # YAML 1.1 reads `1e-5` as text
-        try:
-            return float(value)
-        except ValueError:
-            pass
+    if hint is float and isinstance(value, int | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError, OverflowError):  # YAML 1.1 reads `1e-5` as text
+            value = float(value)
+    if hint is float and isinstance(value, float) and not math.isfinite(value):
+        # no knob means anything by NaN or infinity, and NaN passes every `<`/`<=` range check
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
     if hint in (int, float, str, bool) and type(value) is not hint:
         raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
     return value
@@ -161,8 +173,11 @@ def from_dict(cls, data: dict, where: str = ""):
     """Build `cls` from a (partial) mapping; unknown keys and wrong types raise `ConfigError`."""
     hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
     prefix = f"{where}." if where else ""
+    for key in data:  # YAML reads `1:` or `null:` as a number or None, which no field is
+        if not isinstance(key, str):
+            raise ConfigError(f"config key {prefix}{key!r} is not a name; known: {_known(names)}")
+    unknown = sorted(set(data) - names)
     for key in unknown:
         if key in getattr(cls, "retired", {}):
             raise ConfigError(f"config key {prefix}{key} was removed: {cls.retired[key]}")
@@ -172,9 +187,7 @@ def from_dict(cls, data: dict, where: str = ""):
         unknown.remove(key)
         data = {k: v for k, v in data.items() if k != key}
     if unknown:
-        raise ConfigError(
-            f"unknown config key {prefix}{unknown[0]}; known: {', '.join(sorted(names))}"
-        )
+        raise ConfigError(f"unknown config key {prefix}{unknown[0]}; known: {_known(names)}")
     kwargs = {
         name: _coerce(value, hints[name], f"{where}.{name}" if where else name)
         for name, value in data.items()
@@ -183,6 +196,10 @@ def from_dict(cls, data: dict, where: str = ""):
         return cls(**kwargs)
     except TypeError as err:
         raise ConfigError(f"{where or cls.__name__}: {err}") from None
+
+
+def _known(names: set[str]) -> str:
+    return ", ".join(sorted(names))
 
 
 def to_dict(obj) -> dict:
@@ -199,13 +216,78 @@ def to_dict(obj) -> dict:
 
 
 def _set_dotted(data: dict, dotted: str, value: object) -> None:
+    """Set `dotted` to `value`; a mapping is merged into the section already there, so that
+    `run={seed: 1}` changes the seed without dropping the recipe's other `run` fields."""
     keys = dotted.split(".")
     node = data
     for key in keys[:-1]:
         node = node.setdefault(key, {})
         if not isinstance(node, dict):
             raise ConfigError(f"{dotted}: {key} is not a section")
-    node[keys[-1]] = value
+    node[keys[-1]] = _merged(node.get(keys[-1]), value)
+
+
+def _merged(old: object, new: object) -> object:
+    """`new` over `old`, mapping into mapping at every depth (a new dict: a YAML alias may
+    share `old` with another section)."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return new
+    return {**old, **{key: _merged(old.get(key), value) for key, value in new.items()}}
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice in one mapping is refused: the plain loader
+    keeps the last value, so a second `run:` section or a repeated field would silently undo
+    the first. Keys a merge (`<<: *base`) brings in may still be set again."""
+
+    def construct_document(self, node):
+        _refuse_duplicates(node, "", set())
+        return super().construct_document(node)
+
+    def construct_yaml_int(self, node):
+        """YAML 1.1 reads `017` as octal 15 and `1:30` as sexagesimal 90: digits are read in
+        base 10, and the `:` form is kept as the text it was (which a number field refuses)."""
+        text = self.construct_scalar(node)
+        digits = text.replace("_", "")
+        if re.fullmatch(r"[-+]?[0-9]+", digits):
+            return int(digits, 10)
+        return text if ":" in text else super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        text = self.construct_scalar(node)
+        return text if ":" in text else super().construct_yaml_float(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+
+def _refuse_duplicates(node: yaml.Node, where: str, seen: set[int]) -> None:
+    if id(node) in seen:  # an alias of a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_duplicates(item, where, seen)
+    if not isinstance(node, yaml.MappingNode):
+        return
+    lines: dict[tuple[str, str], int] = {}
+    for key, value in node.value:
+        if key.tag == "tag:yaml.org,2002:merge":
+            _refuse_duplicates(value, where, seen)
+            continue
+        name = f"{where}.{key.value}" if where else str(key.value)
+        if isinstance(key, yaml.ScalarNode):
+            line = key.start_mark.line + 1
+            if (key.tag, key.value) in lines:
+                first = lines[(key.tag, key.value)]
+                raise ConfigError(f"key {name} is given twice (lines {first} and {line})")
+            lines[(key.tag, key.value)] = line
+        _refuse_duplicates(value, name, seen)
+
+
+def _load_yaml(text: str) -> object:
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader: builds no Python objects
 
 
 def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
@@ -213,9 +295,13 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
     data: dict = {}
     if recipe is not None:
         try:
-            loaded = yaml.safe_load(Path(recipe).read_text()) or {}
+            loaded = _load_yaml(Path(recipe).read_text(encoding="utf-8")) or {}
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"recipe {recipe} is not UTF-8 text: {err}") from None
         except yaml.YAMLError as err:
             raise ConfigError(f"recipe {recipe} is not valid YAML: {err}") from None
+        except ConfigError as err:
+            raise ConfigError(f"recipe {recipe}: {err}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"recipe {recipe} must be a mapping at the top level")
         data = loaded
@@ -224,7 +310,9 @@ def read_data(recipe: str | Path | None, overrides: Sequence[str]) -> dict:
         if not sep or not key:
             raise ConfigError(f"override {item!r} must look like section.field=value")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = _load_yaml(raw) if raw.strip() else ""
+        except ConfigError as err:
+            raise ConfigError(f"override {item!r}: {err}") from None
         except yaml.YAMLError as err:
             if _flow(err):  # meant as a list or mapping: taking it as text would mislead
                 raise ConfigError(
