@@ -227,6 +227,12 @@ def test_a_negative_count_or_time_is_refused(key):
     load(None, [f"{key}=0"])
 
 
+@pytest.mark.parametrize("key", ["executor.max_program_chars", "executor.startup_timeout_s"])
+def test_a_limit_of_0_that_would_let_nothing_run_is_refused(key):
+    with pytest.raises(ConfigError, match=f"{key.split('.')[1]} must be positive"):
+        load(None, [f"{key}=0"])
+
+
 def test_the_minus_one_sentinels_stay_valid():
     cfg = load(None, ["generation.solve_temperature=-1", "executor.compilers=-1"])
     assert (cfg.generation.solve_temperature, cfg.executor.compilers) == (-1, -1)

@@ -128,6 +128,7 @@ class ExecutorConfig(Checked):
             raise ConfigError("executor.compilers must be -1 (one per core), 0 or more")
         positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
         positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
+        positive(self, "max_program_chars", "startup_timeout_s")  # 0: nothing runs, nothing starts
         not_negative(self, "executor", "wall_slack_s", "batch_grace_s", "max_int_digits")
 
 
