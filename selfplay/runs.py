@@ -171,9 +171,7 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     from accelerate.state import AcceleratorState
     from accelerate.utils import set_seed
 
-    from selfplay.curriculum import TaskStore
     from selfplay.executor import Executor
-    from selfplay.semi.selection import select
 
     labeled = semi.labeled_paths(config)  # a bad path stops the run before the model loads
     config.generation.check_trained(config.selfplay.train_roles)
@@ -215,18 +213,9 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
         if latest is None:  # a resumed run's, once its checkpoint has loaded
             resume.save_config(config, folder)
     executor = Executor(config.executor)
-    local = None
-    if ranks.is_main:
-        local = TaskStore.open(
-            config.curriculum.store,
-            config.curriculum.run,
-            config.curriculum,
-            create=latest is None,  # a resumed run's pool holds it (`resume.check_pool`)
-            run_config=to_dict(config),
-            answers=config.selfplay.solver_samples,
-            selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
-        )
-    store = SharedStore(local, ranks)
+    store = SharedStore(
+        _open_pool(config, resumed=latest is not None) if ranks.is_main else None, ranks
+    )
     start, saved = 1, {}
     if latest is not None:
         saved = resume.restore(accelerator, optimizer, scheduler, config, folder, latest, ranks)
@@ -324,6 +313,22 @@ def _reference(model):
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference
+
+
+def _open_pool(config: Config, resumed: bool):
+    """Rank 0's `TaskStore` of the run; a resumed run's pool holds it (`resume.check_pool`)."""
+    from selfplay.curriculum import TaskStore
+    from selfplay.semi.selection import select
+
+    return TaskStore.open(
+        config.curriculum.store,
+        config.curriculum.run,
+        config.curriculum,
+        create=not resumed,
+        run_config=to_dict(config),
+        answers=config.selfplay.solver_samples,
+        selector=select,  # the TraPO judgement, applied when curriculum.selection=trapo
+    )
 
 
 def _check_sharding(accelerator, config: Config) -> None:
