@@ -229,7 +229,14 @@ def test_a_negative_count_or_time_is_refused(key):
 
 @pytest.mark.parametrize("key", ["executor.max_program_chars", "executor.startup_timeout_s"])
 def test_a_limit_of_0_that_would_let_nothing_run_is_refused(key):
-    with pytest.raises(ConfigError, match=f"{key.split('.')[1]} must be positive"):
+    with pytest.raises(ConfigError, match=f"^{key} must be positive$"):
+        load(None, [f"{key}=0"])
+
+
+@pytest.mark.parametrize("key", ["mathcheck.workers", "engine.max_model_len", "run.steps"])
+def test_a_value_out_of_range_is_named_by_the_key_the_user_wrote(key):
+    """Not by the section's class (`MathCheckConfig.workers`), which no recipe spells."""
+    with pytest.raises(ConfigError, match=f"^{key} must be positive$"):
         load(None, [f"{key}=0"])
 
 

@@ -52,6 +52,14 @@ class ConfigError(ValueError):
     """A recipe or override that does not fit the configuration schema."""
 
 
+class _FieldError(ConfigError):
+    """A section's field out of range, named by its class until `from_dict` knows its key."""
+
+    def __init__(self, section: type, name: str, problem: str):
+        super().__init__(f"{section.__name__}.{name} {problem}")
+        self.section, self.name, self.problem = section, name, problem
+
+
 class Checked:
     """Base of a config section: its `Literal` fields are checked whoever builds it, then `check`.
 
@@ -82,7 +90,7 @@ def positive(obj, *names: str) -> None:
     for name in names:
         value = getattr(obj, name)
         if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{type(obj).__name__}.{name} must be positive")
+            raise _FieldError(type(obj), name, "must be positive")
 
 
 def not_negative(obj, where: str, *names: str) -> None:
@@ -196,6 +204,10 @@ def from_dict(cls, data: dict, where: str = ""):
         return cls(**kwargs)
     except TypeError as err:
         raise ConfigError(f"{where or cls.__name__}: {err}") from None
+    except _FieldError as err:  # the dotted key the user wrote: `executor.memory_mb`
+        if not where or err.section is not cls:
+            raise
+        raise ConfigError(f"{where}.{err.name} {err.problem}") from None
 
 
 def _known(names: set[str]) -> str:

@@ -38,7 +38,7 @@ def randomised(model):
     "override, message",
     [
         ("trainer.lora.rank=-1", "rank must be 0"),
-        ("trainer.lora.alpha=0", "alpha must be positive"),
+        ("trainer.lora.alpha=0", "^trainer.lora.alpha must be positive$"),
         ("trainer.lora.dropout=1.0", "dropout must be in"),
         ("trainer.lora.target_modules=[]", "at least one module"),
         ("trainer.lora.ranks=4", "unknown config key trainer.lora.ranks"),
