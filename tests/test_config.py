@@ -240,6 +240,16 @@ def test_a_value_out_of_range_is_named_by_the_key_the_user_wrote(key):
         load(None, [f"{key}=0"])
 
 
+def test_an_override_changes_its_key_only_where_the_recipe_shares_a_section(tmp_path):
+    """A YAML alias (or a merge key's nested mapping) is one object under two keys: a dotted
+    override of one must not change the other."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("a: &x {n: {k: 1}, m: 1}\nb: *x\nc: {<<: *x}\n")
+    data = config.fields.read_data(recipe, ["a.n.k=2", "a.m=2"])
+    assert data["a"] == {"n": {"k": 2}, "m": 2}
+    assert data["b"] == data["c"] == {"n": {"k": 1}, "m": 1}
+
+
 def test_the_minus_one_sentinels_stay_valid():
     cfg = load(None, ["generation.solve_temperature=-1", "executor.compilers=-1"])
     assert (cfg.generation.solve_temperature, cfg.executor.compilers) == (-1, -1)

@@ -233,9 +233,11 @@ def _set_dotted(data: dict, dotted: str, value: object) -> None:
     keys = dotted.split(".")
     node = data
     for key in keys[:-1]:
-        node = node.setdefault(key, {})
-        if not isinstance(node, dict):
+        child = node.get(key, {})
+        if not isinstance(child, dict):
             raise ConfigError(f"{dotted}: {key} is not a section")
+        child = node[key] = dict(child)  # a copy: a YAML alias may share it with another key
+        node = child
     node[keys[-1]] = _merged(node.get(keys[-1]), value)
 
 
