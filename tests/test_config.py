@@ -222,9 +222,13 @@ def test_a_float_that_is_not_finite_is_refused(override):
     ],
 )
 def test_a_negative_count_or_time_is_refused(key):
-    with pytest.raises(ConfigError, match=f"{key} must be >= 0"):
+    with pytest.raises(ConfigError, match=f"^{key} must be >= 0$"):
         load(None, [f"{key}=-1"])
     load(None, [f"{key}=0"])
+    section, name = key.split(".")
+    cls = type(getattr(load(None, []), section))
+    with pytest.raises(ConfigError, match=f"^{cls.__name__}.{name} must be >= 0$"):
+        cls(**{name: -1})  # a section built in code is named by its class
 
 
 @pytest.mark.parametrize("key", ["executor.max_program_chars", "executor.startup_timeout_s"])

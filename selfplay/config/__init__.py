@@ -129,7 +129,7 @@ class ExecutorConfig(Checked):
         positive(self, "run_timeout_s", "verify_time_factor", "verify_time_floor_s", "memory_mb")
         positive(self, "runs_per_child", "max_value_chars", "max_value_depth", "max_value_items")
         positive(self, "max_program_chars", "startup_timeout_s")  # 0: nothing runs, nothing starts
-        not_negative(self, "executor", "wall_slack_s", "batch_grace_s", "max_int_digits")
+        not_negative(self, "wall_slack_s", "batch_grace_s", "max_int_digits")
 
 
 @dataclass(frozen=True)
@@ -430,7 +430,7 @@ class RunConfig(Checked):
         positive(self, "steps", "checkpoint_every", "keep_checkpoints", "process_group_timeout_s")
         if self.threads < 0:
             raise ConfigError(f"run.threads: {self.threads}; use 0 (automatic) or a count")
-        not_negative(self, "run", "eval_every", "eval_problems")
+        not_negative(self, "eval_every", "eval_problems")
         if not self.eval_benchmarks:
             raise ConfigError(f"run.eval_benchmarks: empty; choose from {list(EVAL_BENCHMARKS)}")
         formats = self.eval_prompt_formats

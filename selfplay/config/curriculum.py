@@ -180,4 +180,4 @@ class CurriculumConfig(Checked):
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"curriculum.{name} must be >= 0")
-        not_negative(self, "curriculum", "busy_timeout_s", "sqlite_cache_mb")
+        not_negative(self, "busy_timeout_s", "sqlite_cache_mb")

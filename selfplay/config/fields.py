@@ -93,12 +93,12 @@ def positive(obj, *names: str) -> None:
             raise _FieldError(type(obj), name, "must be positive")
 
 
-def not_negative(obj, where: str, *names: str) -> None:
-    """`where.name` must be 0 or more, for a count or a length of time where a negative value
-    has no meaning (it would not fail, only do something else: `step % -1` is always 0)."""
+def not_negative(obj, *names: str) -> None:
+    """0 or more, for a count or a length of time where a negative value has no meaning (it
+    would not fail, only do something else: `step % -1` is always 0)."""
     for name in names:
         if not getattr(obj, name) >= 0:
-            raise ConfigError(f"{where}.{name} must be >= 0")
+            raise _FieldError(type(obj), name, "must be >= 0")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ class TrainerConfig(Checked):
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
         positive(self, "kl_horizon")
-        not_negative(self, "trainer", "weight_decay", "warmup_steps", "clip_low", "clip_high")
+        not_negative(self, "weight_decay", "warmup_steps", "clip_low", "clip_high")
         if not (math.isfinite(self.propose_weight) and self.propose_weight >= 0):
             raise ConfigError("trainer.propose_weight must be a finite number >= 0")
         if not (math.isfinite(self.propose_kl_weight) and self.propose_kl_weight >= 0):
