@@ -22,10 +22,13 @@ The JSONL form is the generic seed format, so an export imports back (`selfplay 
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 import secrets
 import shutil
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,15 +194,16 @@ def export(
 
     The export goes to a temporary sibling of `out` that replaces it only once complete: an
     interrupted export leaves no truncated file that looks whole (a JSONL prefix, a Parquet
-    file with fewer rows), and nothing of an earlier `out`'s is lost. An existing `out` is
-    refused unless `force`."""
+    file with fewer rows), and nothing of an earlier `out`'s is lost. What a killed export of
+    the same `out` left behind is removed first. An existing `out` is refused unless `force`."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; know {FORMATS}")
     out = Path(out)
     refuse_existing(out, force)
     out.parent.mkdir(parents=True, exist_ok=True)
     items = records(store, flt, step)
-    partial = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    _remove_stale_partials(out)
+    partial = out.with_name(f".{out.name}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     try:
         if fmt == "jsonl":
             count = _jsonl(items, partial)
@@ -235,6 +239,37 @@ def _replace(partial: Path, out: Path) -> None:
         os.replace(old, out)
         raise
     _remove(old)
+
+
+def _host() -> str:
+    """This machine's name as it may appear in a file name (no dots: they separate the parts)."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in socket.gethostname()) or "host"
+
+
+def _remove_stale_partials(out: Path) -> None:
+    """Remove what an export of `out` killed on this machine (SIGKILL, a power cut) left: its
+    `.partial` sibling, named by the host and process that wrote it. One whose process still
+    runs, or that another machine wrote (a shared file system), is left alone; so is a moved-
+    aside earlier `out` (`.partial.old`) while `out` is missing: it is then the only copy."""
+    name = re.compile(
+        rf"\.{re.escape(out.name)}\.{re.escape(_host())}\.(\d+)\.[0-9a-f]{{8}}\.partial(\.old)?"
+    )
+    for path in out.parent.glob(f".{glob.escape(out.name)}.*.partial*"):
+        match = name.fullmatch(path.name)
+        if not match or _alive(int(match[1])):
+            continue
+        if not match[2] or out.exists():
+            _remove(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _remove(path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,40 @@ def test_export_then_import_round_trips(store_url, tmp_path, executor, fmt):
         assert report.rejects == [] and report.added == len(rows)
         hashes = {t.hash for t in other.get(other.index["id"].tolist())}
     assert hashes == {r["hash"] for r in rows}
+
+
+def test_an_export_removes_what_a_killed_export_of_the_same_file_left(tmp_path):
+    """A SIGKILLed export cannot remove its `.partial` sibling; the next export of that file
+    does, unless its writer still runs or another machine wrote it."""
+    import selfplay.datasets.export as export_module
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host, out = export_module._host(), tmp_path / "pool.jsonl"
+    names = {
+        "killed": f".pool.jsonl.{host}.{dead.pid}.0123abcd.partial",
+        "killed, its out moved aside": f".pool.jsonl.{host}.{dead.pid}.0123abcd.partial.old",
+        "running": f".pool.jsonl.{host}.{os.getpid()}.0123abcd.partial",
+        "another machine's": f".pool.jsonl.elsewhere.{dead.pid}.0123abcd.partial",
+        "another file's": f".pool.jsonl.x.{host}.{dead.pid}.0123abcd.partial",
+    }
+    for name in names.values():
+        (tmp_path / name).write_text("part")
+    with TaskStore.open(str(tmp_path / "pool.sqlite"), run="r") as opened:
+        opened.add_tasks(
+            [Task("deduction", "def f(x):\n    return x + 1", ("1",), ("2",))],
+            Provenance("seed", 0, "", "import"),
+        )
+        assert export(opened, "jsonl", out, ExportFilter()) == 1
+        left = {p.name for p in tmp_path.glob(".*partial*")}
+        # the moved-aside earlier out is the only copy while out is missing; now it is not
+        assert left == {names[k] for k in names if not k.startswith("killed")} | {
+            names["killed, its out moved aside"]
+        }
+        export(opened, "jsonl", out, ExportFilter(), force=True)
+        assert {p.name for p in tmp_path.glob(".*partial*")} == {
+            names[k] for k in names if not k.startswith("killed")
+        }
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
