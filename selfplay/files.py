@@ -4,7 +4,9 @@ The data sets (CRUXEval, HumanEval, MBPP, MATH-500, GSM8K, AZR seed pools) are n
 into the project. They are read from `$SELFPLAY_DATA`, or by default from `shared/data` beside
 the repository (`<repo>/../shared/data`). The executor's commands, the pool's importers, the
 evaluation and the labeled sets all read through this module, which imports nothing else of
-the project. It also trims a run's JSONL logs on resume (`keep_steps`).
+the project. It also trims a run's JSONL logs on resume (`keep_steps`), and tells whether the
+process named in a temporary file's name still runs (`process_runs`), for the clean-ups of
+what a killed process left.
 """
 
 from __future__ import annotations
@@ -135,3 +137,14 @@ def keep_steps(path: Path, step: int) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(line + "\n" for line in kept))
     os.replace(tmp, path)
+
+
+def process_runs(pid: int) -> bool:
+    """Whether a process `pid` runs on this machine (whoever owns it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

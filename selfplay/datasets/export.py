@@ -38,6 +38,7 @@ import numpy as np
 from selfplay.curriculum import reads
 from selfplay.curriculum.records import ORIGINS
 from selfplay.datasets.contamination import BenchmarkPrograms
+from selfplay.files import process_runs
 from selfplay.types import TASK_TYPES
 
 FORMATS = ("jsonl", "parquet", "hf")
@@ -256,20 +257,10 @@ def _remove_stale_partials(out: Path) -> None:
     )
     for path in out.parent.glob(f".{glob.escape(out.name)}.*.partial*"):
         match = name.fullmatch(path.name)
-        if not match or _alive(int(match[1])):
+        if not match or process_runs(int(match[1])):
             continue
         if not match[2] or out.exists():
             _remove(path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _remove(path: Path) -> None:

@@ -38,6 +38,7 @@ from pathlib import Path
 from selfplay import console
 from selfplay.config import ModelConfig
 from selfplay.engine.adapters import is_adapter_folder, merged
+from selfplay.files import process_runs
 
 __all__ = [
     "EMBEDDED",
@@ -236,22 +237,11 @@ def remove_stale_work(cache: Path, now: float | None = None) -> list[Path]:
         except FileNotFoundError:  # its conversion just finished or failed
             continue
         pid, owner_host = (int(match[1]), match[2]) if match and match[1] else (None, None)
-        dead = pid is not None and owner_host == host and not _runs(pid)
+        dead = pid is not None and owner_host == host and not process_runs(pid)
         if work.is_dir() and (dead or age > STALE_WORK_S):
             shutil.rmtree(work, ignore_errors=True)
             removed.append(work)
     return removed
-
-
-def _runs(pid: int) -> bool:
-    """Whether a process `pid` runs on this machine (whoever owns it)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _convert(entry: Embedded, gguf: Path, out: Path, phases) -> None:
