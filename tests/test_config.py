@@ -219,6 +219,12 @@ def test_a_float_that_is_not_finite_is_refused(override):
         "executor.max_int_digits",
         "curriculum.busy_timeout_s",
         "curriculum.sqlite_cache_mb",
+        "curriculum.ability_drift_sd",
+        "curriculum.explore_weight",
+        "curriculum.induction_per_program",
+        "curriculum.guessable_weight",
+        "roles.min_statements",
+        "roles.worked_examples",
     ],
 )
 def test_a_negative_count_or_time_is_refused(key):

@@ -172,12 +172,5 @@ class CurriculumConfig(Checked):
         positive(self, "prior_successes", "prior_failures", "irt_prior_strength", "irt_lr")
         positive(self, "difficulty_prior_sd", "ability_prior_sd", "ability_iterations")
         positive(self, "references", "reference_candidates", "import_batch", "recent_steps")
-        for name in (
-            "ability_drift_sd",
-            "explore_weight",
-            "induction_per_program",
-            "guessable_weight",
-        ):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"curriculum.{name} must be >= 0")
-        not_negative(self, "busy_timeout_s", "sqlite_cache_mb")
+        not_negative(self, "ability_drift_sd", "explore_weight", "induction_per_program")
+        not_negative(self, "guessable_weight", "busy_timeout_s", "sqlite_cache_mb")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from selfplay.config.fields import Checked, ConfigError, knob, positive
+from selfplay.config.fields import Checked, ConfigError, knob, not_negative, positive
 from selfplay.types import SolverLayout
 
 __all__ = ["RolesConfig"]
@@ -67,10 +67,7 @@ class RolesConfig(Checked):
 
     def check(self) -> None:
         positive(self, "induction_inputs", "induction_visible", "reference_chars")
-        if self.min_statements < 0:
-            raise ConfigError("roles.min_statements must be >= 0")
-        if self.worked_examples < 0:
-            raise ConfigError("roles.worked_examples must be >= 0")
+        not_negative(self, "min_statements", "worked_examples")
         if not self.solver_layouts or len(set(self.solver_layouts)) < len(self.solver_layouts):
             choices = ", ".join(get_args(SolverLayout))
             raise ConfigError(f"roles.solver_layouts: one or more of {choices}, each once")
