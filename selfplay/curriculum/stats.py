@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from sqlalchemy import func, select
@@ -16,6 +17,22 @@ from selfplay.types import TASK_TYPES, WRITTEN_TYPES
 BINS = 10
 
 
+class Growth(NamedTuple):
+    """One span of steps of the growth table. `again` counts the answers to tasks that had
+    answers at an earlier step of the run (the solver revisiting its pool), `correct` and
+    `again_correct` the right ones among all and among those: a solver that fits its pool is
+    right more and more often again while no more often on the tasks it answers first."""
+
+    first: int
+    last: int
+    added: int  # tasks added in the span
+    total: int  # tasks in the pool at its end
+    answers: int
+    correct: int = 0
+    again: int = 0
+    again_correct: int = 0
+
+
 @dataclass(frozen=True)
 class PoolStats:
     run: str
@@ -25,7 +42,7 @@ class PoolStats:
     histogram: tuple[int, ...]  # attempted tasks per solve-rate bin [i/BINS, (i+1)/BINS)
     never_attempted: int
     frontier: int  # attempted tasks with band[0] <= p <= band[1]
-    growth: tuple[tuple[int, int, int, int, int], ...]  # (first, last step, added, total, answers)
+    growth: tuple[Growth, ...]
     answers: int
     correct: int
     ability: tuple[float, float]
@@ -61,10 +78,15 @@ class PoolStats:
                 f"    {count:>8}  {bar}"
             )
         lines.append(f"  never attempted {self.never_attempted:>9}")
-        lines += ["", f"{'steps':>13} {'added':>9} {'total':>9} {'answers':>10}"]
-        for first, last, added, total, answers in self.growth:
-            span = f"{first}" if first == last else f"{first}-{last}"
-            lines.append(f"{span:>13} {added:>9} {total:>9} {answers:>10}")
+        if self.growth:
+            lines += ["", _GROWTH_HEADER]
+        for g in self.growth:
+            span = f"{g.first}" if g.first == g.last else f"{g.first}-{g.last}"
+            first = g.answers - g.again
+            lines.append(
+                f"{span:>13} {g.added:>9} {g.total:>9} {g.answers:>10} {_share(g.again, g.answers)}"
+                f" {_share(g.correct - g.again_correct, first)} {_share(g.again_correct, g.again)}"
+            )
         if self.programs:
             lines += ["", "deduction and abduction programs proposed (proposer/complexity.py)"]
             lines.append(f"{'steps':>13} {'tasks':>9} {'statements':>11} {'with a loop':>12}")
@@ -72,6 +94,16 @@ class PoolStats:
                 span = f"{first}" if first == last else f"{first}-{last}"
                 lines.append(f"{span:>13} {count:>9} {median:>11g} {looped:>12.0%}")
         return "\n".join(lines)
+
+
+_GROWTH_HEADER = (
+    f"{'steps':>13} {'added':>9} {'total':>9} {'answers':>10} {'again':>8} "
+    f"{'right new':>10} {'right again':>12}"
+)
+
+
+def _share(part: int, whole: int, width: int = 8) -> str:
+    return f"{part / whole:>{width}.0%}" if whole else f"{'-':>{width}}"
 
 
 def _type_origin_table(counts: dict[tuple[str, str], int]) -> list[str]:
@@ -154,25 +186,43 @@ def _programs(store, rows: int = 12) -> tuple:
     return tuple(out)
 
 
-def _growth(store, rows: int = 12) -> tuple:
-    """Tasks added and answers recorded per span of steps, at most `rows` spans."""
+def _growth(store, rows: int = 12) -> tuple[Growth, ...]:
+    """Tasks added and answers recorded per span of steps, at most `rows` spans; the answers
+    split by whether their task had answers at an earlier step (`Growth`), in one grouped
+    query."""
     steps = store.index["step"]
+    mine = Attempt.run_id == store.run_id
+    first = (
+        select(Attempt.task_id, func.min(Attempt.step).label("step"))
+        .where(mine)
+        .group_by(Attempt.task_id)
+        .subquery()
+    )
+    again = Attempt.step > first.c.step
+    per_step: dict[int, list[int]] = {}  # step -> [answers, correct, again, again correct]
     with database.read(store.engine) as s:
-        answers = dict(
-            s.execute(
-                select(Attempt.step, func.sum(Attempt.n))
-                .where(Attempt.run_id == store.run_id)
-                .group_by(Attempt.step)
-            ).all()
-        )
-    if not len(steps) and not answers:
+        grouped = s.execute(
+            select(Attempt.step, again, func.sum(Attempt.n), func.sum(Attempt.correct))
+            .join(first, first.c.task_id == Attempt.task_id)
+            .where(mine)
+            .group_by(Attempt.step, again)
+        ).all()
+    for step, repeat, n, correct in grouped:
+        counts = per_step.setdefault(int(step), [0, 0, 0, 0])
+        counts[0] += int(n)
+        counts[1] += int(correct)
+        if repeat:
+            counts[2] += int(n)
+            counts[3] += int(correct)
+    if not len(steps) and not per_step:
         return ()
-    top = max([int(steps.max()) if len(steps) else 0, *answers])
+    top = max([int(steps.max()) if len(steps) else 0, *per_step])
     out, total = [], 0
-    for first, last in _spans(top, rows):
-        added = int(np.count_nonzero((steps >= first) & (steps <= last)))
+    for first_step, last_step in _spans(top, rows):
+        added = int(np.count_nonzero((steps >= first_step) & (steps <= last_step)))
         total += added
-        spent = sum(int(v) for st, v in answers.items() if first <= st <= last)
-        if added or spent:
-            out.append((first, last, added, total, spent))
+        spans = [c for st, c in per_step.items() if first_step <= st <= last_step]
+        summed = [sum(c[i] for c in spans) for i in range(4)]
+        if added or summed[0]:
+            out.append(Growth(first_step, last_step, added, total, *summed))
     return tuple(out)

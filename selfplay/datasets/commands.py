@@ -254,6 +254,7 @@ def stats_command(args: argparse.Namespace) -> int:
     if args.json:
         data = dataclasses.asdict(stats)
         data["by_type_origin"] = {f"{t}/{o}": c for (t, o), c in stats.by_type_origin.items()}
+        data["growth"] = [g._asdict() for g in stats.growth]
         print(json.dumps(data))
     else:
         print(stats.table())

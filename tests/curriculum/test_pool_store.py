@@ -7,6 +7,7 @@ import pytest
 from pool_helpers import task
 
 from selfplay.curriculum import Provenance, TaskAttempts, TaskStore
+from selfplay.curriculum.stats import Growth
 from selfplay.types import Task
 
 
@@ -196,6 +197,30 @@ def test_stats_count_types_origins_and_growth(store_url, config):
     assert stats.tasks == 7 and stats.never_attempted == 4 and sum(stats.histogram) == 3
     assert stats.answers == 24 and stats.growth[-1][3] == 7
     assert "abduction" in stats.table() and np.isfinite(stats.ability[0])
+
+
+def test_growth_tells_answers_to_revisited_tasks_from_first_answers(store_url, config):
+    """An answer counts as `again` when its task had answers at an earlier step of the same
+    run; answers of another run and of the same step do not make it so."""
+    with TaskStore.open(store_url, run="other", config=config) as other:
+        [theirs] = other.add_tasks([task(0)], Provenance(step=0)).ids
+        other.record_attempts(0, "v", [(theirs, 8, 8)])
+    with TaskStore.open(store_url, run="r", config=config) as store:
+        a, b = store.add_tasks([task(1), task(2)], Provenance(step=0)).ids
+        store.record_attempts(0, "v0", [(a, 4, 1)])
+        store.record_attempts(0, "v0b", [(b, 4, 0)])  # a second version at the same step
+        store.record_attempts(1, "v1", [(a, 8, 6), (b, 8, 2)])
+        [c] = store.add_tasks([task(3)], Provenance(step=1)).ids
+        store.record_attempts(1, "v1", [(c, 4, 4)])
+        stats = store.stats()
+    assert stats.growth == (
+        Growth(0, 0, 2, 2, answers=8, correct=1, again=0, again_correct=0),
+        Growth(1, 1, 1, 3, answers=20, correct=12, again=16, again_correct=8),
+    )
+    table = stats.table()
+    assert "right again" in table
+    # step 1: 16 of 20 answers again, right on 4 of 4 new ones and on 8 of 16 again
+    assert table.splitlines()[-1].split() == ["1", "1", "3", "20", "80%", "100%", "50%"]
 
 
 def test_stats_read_how_long_the_written_programs_are_over_steps(store_url, config):

@@ -331,6 +331,18 @@ def test_command_line_import_export_stats(tmp_path):
     shaped = subprocess.run(shaped, capture_output=True, text=True)
     # the store holds imported seeds only: no program that a model proposed
     assert shaped.returncode == 0 and json.loads(shaped.stdout)["programs"] == [], shaped.stderr
+    # the growth table's spans by name: six seeds added at step 0, none answered yet
+    [span] = json.loads(shaped.stdout)["growth"]
+    assert span == {
+        "first": 0,
+        "last": 0,
+        "added": 6,
+        "total": 6,
+        "answers": 0,
+        "correct": 0,
+        "again": 0,
+        "again_correct": 0,
+    }
     out = tmp_path / "out.parquet"
     done = subprocess.run(
         [
