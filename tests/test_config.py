@@ -237,6 +237,26 @@ def test_a_negative_count_or_time_is_refused(key):
         cls(**{name: -1})  # a section built in code is named by its class
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "labeled_ratio",
+        "trapo_top",
+        "recent_share",
+        "seed_visible_fraction",
+        "reference_max_similarity",
+        "reference_dropout",
+        "revisit_weight",
+    ],
+)
+def test_a_curriculum_share_or_factor_outside_0_to_1_is_refused(name):
+    for bad in ("-0.1", "1.5"):
+        with pytest.raises(ConfigError, match=rf"^curriculum.{name} must be in \[0, 1\]$"):
+            load(None, [f"curriculum.{name}={bad}"])
+    for good in ("0", "1"):
+        assert getattr(load(None, [f"curriculum.{name}={good}"]).curriculum, name) == float(good)
+
+
 @pytest.mark.parametrize("key", ["executor.max_program_chars", "executor.startup_timeout_s"])
 def test_a_limit_of_0_that_would_let_nothing_run_is_refused(key):
     with pytest.raises(ConfigError, match=f"^{key} must be positive$"):

@@ -106,6 +106,15 @@ class CurriculumConfig(Checked):
         "and marked; 0 = never drawn for the solver). References and the programs of induction "
         "proposals are drawn as before",
     )
+    revisit_weight: float = knob(
+        1.0,
+        "the solver draws a task with this multiple of its learnability weight for every "
+        "`selfplay.solver_samples` answers the task already has (weight x revisit_weight ** "
+        "(answers / solver_samples)): below 1, its batches hold more tasks it has not answered "
+        "yet, where a small pool would otherwise be answered again and again until fitted "
+        "(`pool stats`' growth table: `again`, `right again`). 1 = no reweighting; references "
+        "and the programs of induction proposals are drawn as before",
+    )
     induction_per_program: int = knob(
         3,
         "most induction tasks the pool takes on one program; a further one, or one that repeats "
@@ -166,6 +175,7 @@ class CurriculumConfig(Checked):
             "seed_visible_fraction",
             "reference_max_similarity",
             "reference_dropout",
+            "revisit_weight",
         ):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"curriculum.{name} must be in [0, 1]")

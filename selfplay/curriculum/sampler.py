@@ -18,7 +18,9 @@ A task's weight is its learnability under a named shape of its estimated solve r
 Never-attempted tasks get `explore_weight` times the shape's maximum: optimism in the face of
 uncertainty, so a new task is tried once before its estimate decides how often it comes back.
 The store multiplies the weight of an abduction task a stock input solves (`tasks.guessable`)
-by `guessable_weight` before the draw (1: no change).
+by `guessable_weight` before the draw (1: no change), and a task's weight by `revisit_weight`
+for every n answers it already has (n: `selfplay.solver_samples`), so that a small pool is not
+answered again and again until the solver fits it (1: no change).
 
 A batch of n is split over task types by `type_quotas` (largest remainders; a type without
 enough drawable tasks gives its slots to the others), and within a type, up to

@@ -376,7 +376,8 @@ class TaskStore:
         The same pool, step and salt give the same batch; use another salt for a second,
         independent draw in one step. `types` restricts the draw to some task types.
         `for_solver=False` draws for another use (the programs of induction proposals):
-        `curriculum.guessable_weight`, which is about the solver's answers, does not apply."""
+        `curriculum.guessable_weight` and `curriculum.revisit_weight`, which are about the
+        solver's answers, do not apply."""
         step = self.last_step if step is None else step
         p, attempted = self.solve_rates(step)
         weights = sampler.learnability(
@@ -389,6 +390,9 @@ class TaskStore:
         guessable = self._index.equal("guessable", 1)
         if for_solver and self._config.guessable_weight != 1.0:
             weights[guessable] *= self._config.guessable_weight
+        if for_solver and self._config.revisit_weight != 1.0:
+            draws = self._index["n_answers"] / self._answers
+            weights *= np.power(self._config.revisit_weight, draws)
         groups = self._index.groups(types)
         labeled = self._index.equal("origin", ORIGINS.index("labeled"))
         rng = sampler.generator(self._config, step, salt, stream=0)

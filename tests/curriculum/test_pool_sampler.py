@@ -117,6 +117,29 @@ def test_guessable_weight_draws_guessable_abductions_that_much_less(store_url):
         assert np.mean(drawn) == pytest.approx(share, abs=0.05)
 
 
+def test_revisit_weight_draws_a_task_less_for_every_group_of_answers_it_has(store_url):
+    """Three equally learnable tasks with 0, 8 and 16 answers (8 a drawn task's group): with
+    weight w the solver draws them in the ratio 1 : w : w**2, the unanswered one alone with 0;
+    a draw for another use than the solver's is not reweighted."""
+    band = {"shape": "rzero_band", "band": (0.0, 1.0), "recent_share": 0.0}
+    with TaskStore.open(store_url, run="r") as store:
+        fresh, once, twice = store.add_tasks([task(i) for i in range(3)], Provenance(step=1)).ids
+        store.record_attempts(1, "v1", [(once, 8, 4), (twice, 8, 4)])
+        store.record_attempts(2, "v2", [(twice, 8, 4)])
+    for weight in (1.0, 0.5, 0.0):
+        config = CurriculumConfig(revisit_weight=weight, **band)
+        with TaskStore.open(store_url, run="r", config=config, answers=8) as store:
+            drawn = Counter(store.sample(1, step=2, salt=salt).tasks[0].id for salt in range(1400))
+            other = Counter(
+                store.sample(1, step=2, salt=salt, for_solver=False).tasks[0].id
+                for salt in range(600)
+            )
+        total = 1 + weight + weight**2
+        for tid, power in ((fresh, 0), (once, 1), (twice, 2)):
+            assert drawn[tid] / 1400 == pytest.approx(weight**power / total, abs=0.04)
+            assert other[tid] / 600 == pytest.approx(1 / 3, abs=0.06)
+
+
 def test_same_seed_step_and_salt_give_the_same_batch(store_url, config):
     with TaskStore.open(store_url, run="r", config=config) as store:
         _pool(store, per_type=30)
