@@ -48,6 +48,7 @@ from selfplay.provenance import record_session
 from selfplay.trainer.checkpoint import Checkpoints
 from selfplay.trainer.entropy_control import EntropyControl
 from selfplay.trainer.kl_control import KLControl
+from selfplay.trainer.schedule import lr_scheduler
 from selfplay.trivial import stock_solves
 from selfplay.types import Task
 
@@ -138,14 +139,12 @@ def _unconstrained_on_fallback(config: Config) -> Config:
     return replace(config, generation=off)
 
 
-def _optimizer(model, t) -> tuple:
-    """AdamW over the trainable parameters, and its linear warm-up (`trainer.warmup_steps`
-    optimizer steps)."""
+def _optimizer(model, t, steps: int) -> tuple:
+    """AdamW over the trainable parameters, and its learning-rate schedule over a run of
+    `steps` steps (`selfplay.trainer.schedule`)."""
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=t.lr, weight_decay=t.weight_decay)
-    warmup = max(1, t.warmup_steps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    return optimizer, scheduler
+    return optimizer, lr_scheduler(optimizer, t, steps)
 
 
 def _training_model(config: Config, ranks: Ranks, device: str):
@@ -205,7 +204,8 @@ def open_run(config: Config, announce: Callable | None = None) -> tuple[Run, int
     set_seed(config.run.seed)
     model, tokenizer, source = _training_model(config, ranks, str(accelerator.device))
     reference = _reference(model) if t.kl_coef > 0 else None
-    model, optimizer, scheduler = accelerator.prepare(model, *_optimizer(model, t))
+    optimizer, scheduler = _optimizer(model, t, config.run.steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     # the first of the run in its folder, once the model has loaded: a run that fails before
     # leaves nothing there but its log, and no folder (`selfplay.console`)
     if ranks.is_main:

@@ -16,6 +16,7 @@ from selfplay.eval.cruxeval import PROMPT_FORMATS
 from selfplay.eval.math_benchmarks import MATH_BENCHMARKS
 from selfplay.executor.modules import OPTIONAL_MODULES
 from selfplay.trainer.advantages import ESTIMATORS
+from selfplay.trainer.schedule import SCHEDULES
 
 
 def test_defaults_and_overrides(tmp_path):
@@ -104,6 +105,7 @@ def test_allowed_values_match_what_implements_them():
     (or are too heavy for it to import), so their tables are kept equal here instead."""
     assert tuple(SHAPES) == config.LEARNABILITY_SHAPES
     assert tuple(ESTIMATORS) == get_args(config.AdvantageEstimator)
+    assert get_args(config.LrSchedule) == SCHEDULES
     assert tuple(OPTIONAL_MODULES) == get_args(config.ExtraModule)
     assert get_args(config.CruxevalFormat) == PROMPT_FORMATS
     assert set(config.EVAL_BENCHMARKS) == {

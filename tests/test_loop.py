@@ -9,6 +9,7 @@ wrong answers: the pool grows and the policy gradient is not zero.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -245,6 +246,29 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     assert "already finished" in (tmp_path / "finished.txt").read_text()
     sessions = [json.loads(line) for line in (folder / "sessions.jsonl").read_text().splitlines()]
     assert [s["first_step"] for s in sessions] == [1, 3, 4]
+
+
+def test_a_decaying_learning_rate_follows_the_run_and_a_longer_resume_stretches_it(
+    tmp_path, formatted_model_dir
+):
+    """`trainer.lr_schedule=linear` over a 2-step run of one optimizer step each: the rates
+    used are lr and lr / 2. Resumed to 4 steps, the decay is over 4 from where it stands: step
+    3 trains at lr x (1 - 2/4), not at the old schedule's end (0), and the resume says so."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    args = [*overrides(folder, formatted_model_dir, steps=2), "trainer.lr=1e-3"]
+    args += ["trainer.lr_schedule=linear", "trainer.kl_coef=0.1"]  # KL: every rollout trains
+    seed_pool(_resolved(load(None, args), folder))
+    with open(tmp_path / "out.txt", "w") as out:
+        run(load(None, args), out=out)
+    assert [m["update/lr"] for m in read_metrics(folder)] == pytest.approx([1e-3, 5e-4])
+    longer = [a for a in args if not a.startswith("run.steps=")] + ["run.steps=4"]
+    with open(tmp_path / "again.txt", "w") as out, contextlib.redirect_stderr(out):
+        run(load(None, longer), out=out)
+    rates = [m["update/lr"] for m in read_metrics(folder)]
+    assert rates == pytest.approx([1e-3, 5e-4, 5e-4, 2.5e-4])
+    said = (tmp_path / "again.txt").read_text()
+    assert "resumed with the rate at optimizer step 2 0 -> 0.0005" in said, said
 
 
 def test_a_run_resumed_before_its_first_checkpoint_logs_step_0_once(tmp_path, tiny_model_dir):

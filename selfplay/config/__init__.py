@@ -35,7 +35,7 @@ from selfplay.config.fields import (
 from selfplay.config.fields import describe as describe_fields
 from selfplay.config.lora import LoraConfig
 from selfplay.config.roles import RolesConfig
-from selfplay.config.trainer import AdvantageEstimator, TrainerConfig
+from selfplay.config.trainer import AdvantageEstimator, LrSchedule, TrainerConfig
 from selfplay.types import TASK_TYPES, Role, TaskType
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "RolesConfig",
     "TrainerConfig",
     "AdvantageEstimator",
+    "LrSchedule",
     "MathCheckConfig",
     "SeedConfig",
     "Config",

@@ -10,10 +10,12 @@ from typing import Literal
 from selfplay.config.fields import Checked, ConfigError, knob, not_negative, positive, section
 from selfplay.config.lora import LoraConfig
 
-__all__ = ["AdvantageEstimator", "TrainerConfig"]
+__all__ = ["AdvantageEstimator", "LrSchedule", "TrainerConfig"]
 
 #: the estimators of `selfplay.trainer.advantages.ESTIMATORS` (a test keeps them equal)
 AdvantageEstimator = Literal["trr++", "grpo", "reinforce++"]
+#: the schedules of `selfplay.trainer.schedule.SCHEDULES` (a test keeps them equal)
+LrSchedule = Literal["constant", "linear", "cosine"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,15 @@ class TrainerConfig(Checked):
     warmup_steps: int = knob(
         0,
         "optimizer steps of linear learning-rate warm-up (a step takes mini_batches x ppo_epochs)",
+    )
+    lr_schedule: LrSchedule = knob(
+        "constant",
+        "the rate after warm-up: constant, or decayed from lr toward lr x min_lr_ratio over the "
+        "run's run.steps x mini_batches x ppo_epochs optimizer steps, linearly or on a half "
+        "cosine (selfplay/trainer/schedule.py)",
+    )
+    min_lr_ratio: float = knob(
+        0.0, "where a decaying lr_schedule ends, as a share of lr (0 to 1; 0: toward 0)"
     )
     advantage: AdvantageEstimator = knob("trr++", "advantage estimator (see trainer/advantages.py)")
     clip_low: float = knob(0.2, "PPO clip range below 1 (ratio >= 1 - clip_low)")
@@ -92,6 +103,8 @@ class TrainerConfig(Checked):
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
         positive(self, "kl_horizon")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ConfigError("trainer.min_lr_ratio must be in [0, 1]")
         not_negative(self, "weight_decay", "warmup_steps", "clip_low", "clip_high")
         if not (math.isfinite(self.propose_weight) and self.propose_weight >= 0):
             raise ConfigError("trainer.propose_weight must be a finite number >= 0")

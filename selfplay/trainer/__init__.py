@@ -39,7 +39,8 @@ The algorithm, exactly (one step of `selfplay.loop.run_step`; names are config k
    (a proposal's KL times `trainer.propose_kl_weight`; with `trainer.kl_target`, the
    coefficient adapts after each step: `kl_control`).
    The rollouts are split into `trainer.mini_batches` optimizer steps (AdamW, linear warm-up
-   over `trainer.warmup_steps`, gradient-norm clip `trainer.max_grad_norm`), repeated for
+   over `trainer.warmup_steps`, then a constant rate or one decaying over the run,
+   `trainer.lr_schedule`: `schedule`; gradient-norm clip `trainer.max_grad_norm`), repeated for
    `trainer.ppo_epochs`; micro-batches of `trainer.micro_batch` accumulate gradients exactly.
    Rollouts with A = 0 add nothing and are not run (unless the KL term is on). The
    completions of one prompt in a micro-batch are scored behind a single copy of it

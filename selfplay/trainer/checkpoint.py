@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import re
 import shutil
@@ -147,27 +148,38 @@ class Checkpoints:
 
 
 def configured_rates(optimizer, scheduler, lr: float, weight_decay: float) -> str | None:
-    """Give a resumed run's optimizer the configured learning rate and weight decay.
+    """Give a resumed run's optimizer the configured learning rate, weight decay and schedule.
 
-    Loading a checkpoint restores the saving session's in every parameter group, and the
-    scheduler's base rates: a resume with another `trainer.lr` or `trainer.weight_decay`
-    would record the new value in the run's config.yaml and train with the old one. The
-    optimizer's moments and the schedule's position are kept; the rate is the new base rate
-    at that position. Returns a line saying what changed (None: nothing)."""
+    Loading a checkpoint restores the saving session's rate and weight decay in every parameter
+    group, and the scheduler's base rates: a resume with another `trainer.lr` or
+    `trainer.weight_decay` would record the new value in the run's config.yaml and train with
+    the old one, and one with a schedule of another length (a decay over another `run.steps`)
+    would use the old schedule's rate until its next optimizer step. The optimizer's moments
+    and the schedule's position are kept; the rate is the configured schedule's at that
+    position. Returns a line saying what changed (None: nothing)."""
     inner = getattr(scheduler, "scheduler", scheduler)  # accelerate wraps it
     groups = optimizer.param_groups
-    before = (inner.base_lrs[0], groups[0]["weight_decay"]) if groups else (lr, weight_decay)
-    if before == (lr, weight_decay):
+    if not groups:
         return None
-    inner.base_lrs = [lr] * len(groups)
+    base, decay, rate = inner.base_lrs[0], groups[0]["weight_decay"], groups[0]["lr"]
     factors = [f(inner.last_epoch) for f in inner.lr_lambdas]  # the schedule's (LambdaLR)
     for group, factor in zip(groups, factors, strict=True):
         group.update(lr=lr * factor, initial_lr=lr, weight_decay=weight_decay)
+    inner.base_lrs = [lr] * len(groups)
     inner._last_lr = [group["lr"] for group in groups]
-    return (
-        f"resumed with trainer.lr {before[0]:g} -> {lr:g}, trainer.weight_decay "
-        f"{before[1]:g} -> {weight_decay:g} (the optimizer's moments and the schedule kept)"
-    )
+    changed = []
+    if (base, decay) != (lr, weight_decay):
+        changed.append(
+            f"trainer.lr {base:g} -> {lr:g}, trainer.weight_decay {decay:g} -> {weight_decay:g}"
+        )
+    if not math.isclose(rate / base, factors[0], rel_tol=1e-6, abs_tol=1e-12):
+        changed.append(
+            f"the rate at optimizer step {inner.last_epoch} {rate:g} -> {groups[0]['lr']:g}"
+        )
+    if not changed:
+        return None
+    kept = "the optimizer's moments and the schedule's position kept"
+    return f"resumed with {'; '.join(changed)} ({kept})"
 
 
 def _trainable(model) -> set[str] | None:

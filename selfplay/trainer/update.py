@@ -27,8 +27,8 @@ after sampling, and the gradient is that of the distribution that drew the sampl
 Mini-batches are cut from a seeded shuffle of the rollouts, so that each optimizer step sees a
 fair share of both roles and of short and long answers; within a mini-batch, rollouts are
 sorted by length before they are cut into micro-batches, so that little padding is wasted.
-The learning-rate schedule advances once per optimizer step (`trainer.warmup_steps` counts
-optimizer steps), and the rate reported is the one the last optimizer step used.
+The learning-rate schedule (`schedule`) advances once per optimizer step (`trainer.warmup_steps`
+counts optimizer steps), and the rate reported is the one the last optimizer step used.
 
 With several processes (`share=`), every rank cuts the same mini-batches and runs its share of
 each in the same number of micro-batches (`micro_batch_share`); the statistics reported are the
