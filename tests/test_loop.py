@@ -252,8 +252,9 @@ def test_a_decaying_learning_rate_follows_the_run_and_a_longer_resume_stretches_
     tmp_path, formatted_model_dir
 ):
     """`trainer.lr_schedule=linear` over a 2-step run of one optimizer step each: the rates
-    used are lr and lr / 2. Resumed to 4 steps, the decay is over 4 from where it stands: step
-    3 trains at lr x (1 - 2/4), not at the old schedule's end (0), and the resume says so."""
+    used are lr and lr / 2. Resumed to 4 steps, the schedule is planned over 4 and goes on at
+    the same optimizer step: step 3 trains at lr x (1 - 2/4), not at the old schedule's end
+    (0), and the resume says so."""
     folder = tmp_path / "run"
     folder.mkdir()
     args = [*overrides(folder, formatted_model_dir, steps=2), "trainer.lr=1e-3"]

@@ -112,8 +112,10 @@ class CurriculumConfig(Checked):
         "`selfplay.solver_samples` answers the task already has (weight x revisit_weight ** "
         "(answers / solver_samples)): below 1, its batches hold more tasks it has not answered "
         "yet, where a small pool would otherwise be answered again and again until fitted "
-        "(`pool stats`' growth table: `again`, `right again`). 1 = no reweighting; references "
-        "and the programs of induction proposals are drawn as before",
+        "(`pool stats`' growth table: `again`, `right again`). The answers that estimate a new "
+        "proposal's solve rate count (the solver trains on them), so at 0 only tasks without "
+        "any answer are drawn and the solver's batches shrink as the pool is used up. 1 = no "
+        "reweighting; references and the programs of induction proposals are drawn as before",
     )
     induction_per_program: int = knob(
         3,

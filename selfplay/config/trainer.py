@@ -31,8 +31,8 @@ class TrainerConfig(Checked):
     lr_schedule: LrSchedule = knob(
         "constant",
         "the rate after warm-up: constant, or decayed from lr toward lr x min_lr_ratio over the "
-        "run's run.steps x mini_batches x ppo_epochs optimizer steps, linearly or on a half "
-        "cosine (selfplay/trainer/schedule.py)",
+        "rest of the run's run.steps x mini_batches x ppo_epochs optimizer steps, linearly or "
+        "on a half cosine (selfplay/trainer/schedule.py)",
     )
     min_lr_ratio: float = knob(
         0.0, "where a decaying lr_schedule ends, as a share of lr (0 to 1; 0: toward 0)"

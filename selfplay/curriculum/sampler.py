@@ -19,8 +19,8 @@ Never-attempted tasks get `explore_weight` times the shape's maximum: optimism i
 uncertainty, so a new task is tried once before its estimate decides how often it comes back.
 The store multiplies the weight of an abduction task a stock input solves (`tasks.guessable`)
 by `guessable_weight` before the draw (1: no change), and a task's weight by `revisit_weight`
-for every n answers it already has (n: `selfplay.solver_samples`), so that a small pool is not
-answered again and again until the solver fits it (1: no change).
+for every n answers it already has (n: `selfplay.solver_samples`; `revisit_factors`), so that a
+small pool is not answered again and again until the solver fits it (1: no change).
 
 A batch of n is split over task types by `type_quotas` (largest remainders; a type without
 enough drawable tasks gives its slots to the others), and within a type, up to
@@ -91,6 +91,17 @@ def learnability(
     pos = np.flatnonzero(attempted) if positions is None else positions
     weights[pos] = np.clip(shape(p[pos], config, answers), 0.0, None)
     return weights
+
+
+def revisit_factors(weight: float, answered: np.ndarray, answers: int) -> np.ndarray:
+    """What `curriculum.revisit_weight` multiplies each task's weight by: `weight` once for
+    every `answers` answers it has (`answered`). Every answer counts, the few a new proposal
+    gets to estimate its solve rate too: the solver is trained on those as well. A factor is
+    never rounded to 0 unless `weight` is 0, so a much-answered task stays drawable, rarely."""
+    factors = np.power(weight, answered / answers)
+    if weight > 0:
+        np.maximum(factors, np.finfo(np.float64).tiny, out=factors)
+    return factors
 
 
 def generator(config: CurriculumConfig, step: int, salt: int, stream: int) -> np.random.Generator:

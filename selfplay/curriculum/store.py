@@ -391,8 +391,8 @@ class TaskStore:
         if for_solver and self._config.guessable_weight != 1.0:
             weights[guessable] *= self._config.guessable_weight
         if for_solver and self._config.revisit_weight != 1.0:
-            draws = self._index["n_answers"] / self._answers
-            weights *= np.power(self._config.revisit_weight, draws)
+            answered = self._index["n_answers"]
+            weights *= sampler.revisit_factors(self._config.revisit_weight, answered, self._answers)
         groups = self._index.groups(types)
         labeled = self._index.equal("origin", ORIGINS.index("labeled"))
         rng = sampler.generator(self._config, step, salt, stream=0)

@@ -172,7 +172,7 @@ def configured_rates(optimizer, scheduler, lr: float, weight_decay: float) -> st
         changed.append(
             f"trainer.lr {base:g} -> {lr:g}, trainer.weight_decay {decay:g} -> {weight_decay:g}"
         )
-    if not math.isclose(rate / base, factors[0], rel_tol=1e-6, abs_tol=1e-12):
+    if not math.isclose(rate, base * factors[0], rel_tol=1e-6, abs_tol=1e-15):
         changed.append(
             f"the rate at optimizer step {inner.last_epoch} {rate:g} -> {groups[0]['lr']:g}"
         )

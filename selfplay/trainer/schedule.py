@@ -9,9 +9,10 @@ count is the most a run takes: a step whose rollouts fill fewer mini-batches tak
 optimizer steps, and the decay then ends later. As in the usual schedules (transformers',
 TRL's), the floor is where the decay would be one optimizer step after the run's last.
 
-A run resumed with another `run.steps` stretches or shrinks the decay from where it stands; the
-rate at the resumed position is the new schedule's (`checkpoint.configured_rates` says by how
-much it changed).
+A run resumed with another `run.steps` plans its schedule anew over the new length and goes on
+at the same optimizer step: the rate there is the new schedule's, which may jump (a run
+lengthened after its decay ended goes back up to where the longer decay would be;
+`checkpoint.configured_rates` says by how much it changed).
 """
 
 from __future__ import annotations

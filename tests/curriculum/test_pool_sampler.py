@@ -10,7 +10,13 @@ from pool_helpers import task
 
 from selfplay.config import CurriculumConfig, SelfPlayConfig
 from selfplay.curriculum import Provenance, TaskStore
-from selfplay.curriculum.sampler import SHAPES, apportion, learnability, weighted_sample
+from selfplay.curriculum.sampler import (
+    SHAPES,
+    apportion,
+    learnability,
+    revisit_factors,
+    weighted_sample,
+)
 from selfplay.types import TASK_TYPES
 
 
@@ -138,6 +144,14 @@ def test_revisit_weight_draws_a_task_less_for_every_group_of_answers_it_has(stor
         for tid, power in ((fresh, 0), (once, 1), (twice, 2)):
             assert drawn[tid] / 1400 == pytest.approx(weight**power / total, abs=0.04)
             assert other[tid] / 600 == pytest.approx(1 / 3, abs=0.06)
+
+
+def test_a_much_answered_task_stays_drawable_under_a_revisit_weight_above_0():
+    answered = np.array([0, 4, 8, 100_000])
+    factors = revisit_factors(0.5, answered, answers=8)
+    assert factors[:3] == pytest.approx([1.0, 0.5**0.5, 0.5])
+    assert 0 < factors[3] < 1e-300  # 0.5 ** 12,500 would round to 0
+    assert revisit_factors(0.0, answered, answers=8).tolist() == [1.0, 0.0, 0.0, 0.0]
 
 
 def test_same_seed_step_and_salt_give_the_same_batch(store_url, config):

@@ -89,6 +89,28 @@ def test_a_resume_trains_at_the_configured_rate_and_weight_decay(tmp_path):
     assert optimizer2.param_groups[0]["lr"] == pytest.approx(3e-4 / 4)
 
 
+def test_a_resume_under_another_schedule_trains_at_its_rate_at_the_same_position(tmp_path):
+    """Saved under the schedule 1 / (1 + s) after 2 optimizer steps (lr / 3), loaded under one
+    that halves the rate at each step, with the same base rate: the rate becomes the new
+    schedule's at step 2, and the line says that the rate changed, not the base."""
+    accelerator, model, optimizer, scheduler = prepared(0)
+    one_step(model, optimizer, scheduler)
+    one_step(model, optimizer, scheduler)
+    checkpoints = Checkpoints(tmp_path)
+    checkpoints.save(accelerator, model, None, step=2)
+    accelerator2 = Accelerator(cpu=True)
+    model2 = tiny_model(1)
+    optimizer2 = torch.optim.AdamW(model2.parameters(), lr=1e-3)
+    halving = torch.optim.lr_scheduler.LambdaLR(optimizer2, lambda s: 0.5**s)
+    _, optimizer2, scheduler2 = accelerator2.prepare(model2, optimizer2, halving)
+    checkpoints.load(accelerator2, checkpoints.latest())
+    note = configured_rates(optimizer2, scheduler2, 1e-3, 0.01)
+    assert note.startswith("resumed with the rate at optimizer step 2 0.000333333 -> 0.00025")
+    assert "trainer.lr" not in note
+    assert optimizer2.param_groups[0]["lr"] == pytest.approx(2.5e-4)
+    assert scheduler2.get_last_lr() == [pytest.approx(2.5e-4)]
+
+
 def test_what_a_resume_on_another_world_size_leaves_behind_is_said_in_one_line():
     from selfplay.trainer.checkpoint import world_change
 
