@@ -7,7 +7,9 @@ warm-up the rate is `trainer.lr` (`constant`), or falls from it toward `trainer.
 `trainer.ppo_epochs` (`linear`, or `cosine`: half a cosine wave, slow at both ends). The planned
 count is the most a run takes: a step whose rollouts fill fewer mini-batches takes fewer
 optimizer steps, and the decay then ends later. As in the usual schedules (transformers',
-TRL's), the floor is where the decay would be one optimizer step after the run's last.
+TRL's), the floor is where the decay would be one optimizer step after the run's last. A
+decaying schedule needs planned optimizer steps after the warm-up: a warm-up that covers them all
+is refused.
 
 A run resumed with another `run.steps` plans its schedule anew over the new length and goes on
 at the same optimizer step: the rate there is the new schedule's, which may jump (a run
@@ -51,9 +53,17 @@ def planned_steps(steps: int, trainer) -> int:
 
 def lr_scheduler(optimizer, trainer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """The schedule of `trainer` (its warm-up, `lr_schedule`, `min_lr_ratio`) for a run of
-    `steps` steps."""
+    `steps` steps. A decay with no planned optimizer step left after the warm-up is refused:
+    it would drop from the full rate to the floor in one step."""
     total = planned_steps(steps, trainer)
     warmup, schedule, floor = trainer.warmup_steps, trainer.lr_schedule, trainer.min_lr_ratio
+    if schedule != "constant" and warmup >= total:
+        raise ValueError(
+            f"trainer.lr_schedule={schedule}: trainer.warmup_steps={warmup} covers all {total} "
+            f"planned optimizer steps (run.steps={steps} x trainer.mini_batches="
+            f"{trainer.mini_batches} x trainer.ppo_epochs={trainer.ppo_epochs}), so the rate "
+            "would never decay; shorten the warm-up or use lr_schedule=constant"
+        )
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, warmup, total, schedule, floor)
     )

@@ -56,3 +56,18 @@ def test_the_scheduler_plans_the_run_s_optimizer_steps():
         scheduler.step()
     assert rates[0] == 1e-3 and rates[-1] == pytest.approx(1e-3 / 30)
     assert scheduler.get_last_lr()[0] == 0.0  # after the last planned step
+
+
+@pytest.mark.parametrize("warmup", [30, 31])
+def test_a_decay_whose_warm_up_covers_the_whole_run_is_refused(warmup):
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], lr=1e-3)
+    t = TrainerConfig(lr_schedule="cosine", warmup_steps=warmup, mini_batches=2, ppo_epochs=3)
+    with pytest.raises(ValueError, match=f"warmup_steps={warmup} covers all 30 planned"):
+        lr_scheduler(optimizer, t, steps=5)
+    constant = TrainerConfig(warmup_steps=warmup, mini_batches=2, ppo_epochs=3)
+    lr_scheduler(optimizer, constant, steps=5)  # a constant rate has nothing to decay
+    lr_scheduler(
+        optimizer,
+        TrainerConfig(lr_schedule="cosine", warmup_steps=29, mini_batches=2, ppo_epochs=3),
+        steps=5,
+    )
