@@ -5,8 +5,9 @@ from a description and the three asserts, MBPP's own prompt format). The last Py
 its answer, preferring one that defines the function, is joined with the tests into a program
 whose `f()` runs them (`code_tests.py`); the executor validates that program with the input
 `""`, and the answer is correct exactly when it returns True (`CodeTestJudge`). A failing
-test, a crash, a timeout or code the sandbox refuses (`policy:...`) is wrong, with the
-executor's reason; an answer without code is `no_code`. Generation, judging and pass@k are the
+test, a crash, a timeout, a guard the code trips while it runs (`crash:policy`) or code the
+sandbox refuses to compile (`policy:...`) is wrong, with the executor's reason; an answer
+without code is `no_code`. Generation, judging and pass@k are the
 harness's (`harness.py`).
 
 MBPP is evaluated on its test split, tasks 11-510 (the split its README names). Benchmark tests
@@ -26,6 +27,8 @@ from selfplay import extract
 from selfplay.config import ExecutorConfig
 from selfplay.eval import harness
 from selfplay.eval.code_tests import humaneval_program, mbpp_program
+from selfplay.executor.policy import PolicyRejection
+from selfplay.executor.verify import tripped_guard
 from selfplay.files import DataError, data_root, records
 from selfplay.solver import humaneval_prompt, mbpp_prompt
 from selfplay.types import ParseFailure, Verdict
@@ -107,13 +110,23 @@ class CodeTestJudge:
     def judge(self, items: Sequence[tuple[CodeProblem, Sequence[str]]]) -> list[list[Verdict]]:
         cases = [(_program(problem, code), "") for problem, codes in items for code in codes]
         verdicts = iter(self.executor.validate(cases))
-        return [[_passed(next(verdicts)) for _ in codes] for _, codes in items]
+        programs = iter(program for program, _ in cases)
+        return [[self._passed(next(programs), next(verdicts)) for _ in codes] for _, codes in items]
 
-
-def _passed(verdict: Verdict) -> Verdict:
-    if verdict.ok and verdict.output != "True":
-        return replace(verdict, ok=False, reason="wrong_output")
-    return verdict
+    def _passed(self, program: str, verdict: Verdict) -> Verdict:
+        """The verdict on an answer from its test program's: a run that returns anything but
+        True is `wrong_output`, and a guard the program trips while it runs is a failure of
+        the program's (`crash:policy`), apart from code the sandbox refuses to compile
+        (`policy:<rule>`, an answer that is no runnable code)."""
+        if verdict.ok and verdict.output != "True":
+            return replace(verdict, ok=False, reason="wrong_output")
+        if verdict.reason.startswith("policy:") and not isinstance(
+            self.executor.compile(program),
+            PolicyRejection,  # compiled: refused while running
+        ):
+            reason, detail = tripped_guard(verdict.reason, verdict.detail)
+            return replace(verdict, reason=reason, detail=detail)
+        return verdict
 
 
 def _prompt(problem: CodeProblem, roles):

@@ -23,7 +23,7 @@ from selfplay.executor import values
 from selfplay.executor.policy import CompiledInput, PolicyRejection
 from selfplay.types import Task, Verdict
 
-__all__ = ["verify_items"]
+__all__ = ["tripped_guard", "verify_items"]
 
 
 def cpu_limit(executor, task: Task) -> float:
@@ -117,6 +117,13 @@ def verify_items(
     return out
 
 
+def tripped_guard(reason: str, detail: str) -> tuple[str, str]:
+    """(reason, detail) of a run-time guard (`policy:<rule>` from a run, not a compilation)
+    that a program tripped while it ran: a failure of the program's, as when it raises
+    (`crash:policy`, the rule in the detail)."""
+    return "crash:policy", f"{reason.removeprefix('policy:')}: {detail}"
+
+
 def _score(executor, task: Task, indices: list[int], results) -> Verdict:
     expected = [task.output] if task.type == "abduction" else [o for _, o in task.hidden_pairs]
     matched, failure, cpu = 0, None, 0.0
@@ -142,7 +149,7 @@ def _score(executor, task: Task, indices: list[int], results) -> Verdict:
             reason = "answer:" + reason.removeprefix("input:")
         elif task.type == "abduction" and reason.startswith("policy:"):
             # a guard the task's program trips on the answer: the program fails on that
-            # input, as when it raises, and the answer is a value (`crash:policy`)
-            reason, detail = "crash:policy", f"{reason.removeprefix('policy:')}: {detail}"
+            # input, as when it raises, and the answer is a value
+            reason, detail = tripped_guard(reason, detail)
         return Verdict(False, reason, score=score, cpu_s=cpu, detail=detail)
     return Verdict(False, "wrong_output", score=score, cpu_s=cpu)

@@ -165,3 +165,30 @@ def test_a_missing_model_folder_is_named_as_one(tmp_path):
     assert resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct", [])[1] == (
         "HuggingFaceTB/SmolLM2-135M-Instruct"
     )
+
+
+def test_a_guard_the_code_trips_while_it_runs_is_a_wrong_value_not_refused_code(code_judge):
+    """Code the sandbox refuses to compile is no runnable answer (`not_a_value`); a guard the
+    code trips only once its tests run it is the code failing them, as a crash does."""
+    from selfplay.eval.harness import failure
+
+    [problem] = code_benchmarks.load_problems(
+        "humaneval", require_data("humaneval/HumanEval.jsonl.gz"), limit=3
+    )[2:]
+    answers = [
+        "def truncate_number(number):\n    return type('A', (), {})",  # a guard, at run time
+        "import os\ndef truncate_number(number):\n    return number % 1.0",  # refused to compile
+        "def truncate_number(number):\n    return 1 / 0",
+    ]
+    [verdicts] = code_judge.judge([(problem, answers)])
+    assert [v.reason for v in verdicts] == [
+        "crash:policy",
+        "policy:import",
+        "crash:ZeroDivisionError",
+    ]
+    assert verdicts[0].detail.startswith("builtin: type() with three arguments")
+    assert [failure(a, v) for a, v in zip(answers, verdicts, strict=True)] == [
+        "wrong_value",
+        "not_a_value",
+        "wrong_value",
+    ]
