@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     any_,
     bindparam,
+    delete,
     func,
     insert,
     literal_column,
@@ -35,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
 from selfplay.curriculum.database import StoreError
+from selfplay.curriculum.migrations import rebuild_mark
 from selfplay.curriculum.records import (
     ORIGINS,
     AddResult,
@@ -47,6 +49,7 @@ from selfplay.curriculum.schema import (
     KEY_COLUMNS,
     Ability,
     Attempt,
+    Meta,
     RunRow,
     TaskReference,
     TaskRow,
@@ -101,6 +104,21 @@ def rename_run(engine, old: str, new: str) -> None:
             run.name = new
     except IntegrityError:  # another process took the name meanwhile
         raise StoreError(f"the store already has a run named {new!r}") from None
+
+
+def keep_only_run(engine, name: str) -> int:
+    """Delete every run of the store but `name` (its tasks, answers and estimates go with it:
+    the foreign keys cascade), and their rows of `selfplay_meta`; returns how many were
+    deleted. For a copy of a pool that is to hold one run (`selfplay pool fork`)."""
+    with database.write(engine) as s:
+        run_id = s.scalar(select(RunRow.id).where(RunRow.name == name))
+        if run_id is None:
+            raise StoreError(f"the store has no run named {name!r}")
+        others = s.scalars(select(RunRow.id).where(RunRow.id != run_id)).all()
+        for other in others:
+            s.execute(delete(Meta).where(Meta.key == rebuild_mark(other)))
+        s.execute(delete(RunRow).where(RunRow.id != run_id))
+    return len(others)
 
 
 # -- tasks ------------------------------------------------------------------------------------

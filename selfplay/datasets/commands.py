@@ -6,6 +6,7 @@
                        [filters]
   selfplay pool stats --store PATH_OR_URL [--run NAME] [--step N] [--json] [--programs]
   selfplay pool rename --store PATH_OR_URL [--run NAME] NEW_NAME
+  selfplay pool fork --store PATH [--run NAME] --out PATH NEW_NAME
 
 `--store` is a SQLite file path or a database URL. Without `--run`, a store holding one run
 means that run; an empty store gets `curriculum.run` on import. Import prints one JSON summary
@@ -17,6 +18,10 @@ benchmark whose own data file is imported (`contamination.import_check`). Traili
 `section.field=value` arguments override the configuration (e.g.
 `curriculum.seed_visible_fraction=0.5 executor.workers=4`). `rename` gives a run another name:
 a run folder copied to go on under a new `curriculum.run` resumes only with its pool renamed.
+`fork` starts a new run from a run's seeded pool: a copy of the SQLite pool at `--out` holding
+the run's step-0 tasks and answers under NEW_NAME, the seeding record beside it, so that
+`curriculum.run=NEW_NAME` (its folder holding `--out`) trains from the same pool without seeding
+again; runs that differ in one setting then start alike.
 Export writes a temporary sibling of `--out` that takes its place only when complete; an
 existing `--out` is refused unless `--force`.
 """
@@ -86,6 +91,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name", metavar="NEW_NAME", help="the run's new name")
     _common(p)
     p.set_defaults(handler=rename_command)
+
+    p = commands.add_parser("fork", help="start a new run from a run's seeded pool (step 0)")
+    p.add_argument("name", metavar="NEW_NAME", help="the new run's name (its curriculum.run)")
+    p.add_argument("--out", required=True, help="the new SQLite pool (store/NEW_NAME/pool.sqlite)")
+    _common(p)
+    p.set_defaults(handler=fork_command)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -283,4 +294,65 @@ def rename_command(args: argparse.Namespace) -> int:
     except OperationalError as err:
         raise StoreError(f"cannot open the store {_shown(args.store)}: {err.orig}") from None
     print(f"run {old!r} is now {args.name!r}", file=sys.stderr)
+    return 0
+
+
+def fork_command(args: argparse.Namespace) -> int:
+    """Copy the run's seeded pool (what it held before step 1) to `--out` as the run NEW_NAME,
+    with the seeding record (`seeding.json`) beside it so that the new run does not seed again.
+    The copy is SQLite's online backup, so the source may be a run that is still going. Only
+    step 0 is forked: a copy of a later step would train from the base model against a pool
+    that the step's own answers had shaped (a run's checkpoint goes with its folder:
+    `pool rename`)."""
+    import shutil
+    import sqlite3
+    from contextlib import closing
+
+    from selfplay.curriculum import database
+    from selfplay.curriculum.store import TaskStore
+    from selfplay.curriculum.writes import keep_only_run, rename_run
+    from selfplay.self_seed import SEEDING_FILE
+
+    if "://" in args.store or "{run}" in args.store:
+        raise StoreError("--store: fork copies a SQLite pool file; give its path")
+    source, out = Path(args.store), Path(args.out)
+    if not source.is_file():
+        raise StoreError(f"the store {args.store} holds no tasks")
+    if out.exists() or out.resolve() == source.resolve():
+        raise StoreError(f"--out {args.out} exists; fork writes a new pool")
+    cfg = config_module.load(None, args.overrides)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        try:
+            with closing(sqlite3.connect(out)) as dst:
+                src.backup(dst)
+        finally:
+            src.close()
+        # the run asked of the copy: a pool of an older version is migrated there, not here
+        old = _which_run(argparse.Namespace(run=args.run, store=str(out)), cfg, create=False)
+        engine = database.create(database.resolve_url(str(out), args.name), cfg.curriculum)
+        try:
+            others = keep_only_run(engine, old)
+            rename_run(engine, old, args.name)
+        finally:
+            engine.dispose()
+        with TaskStore.open(str(out), args.name, cfg.curriculum, create=False) as store:
+            tasks, attempts = store.roll_back(0)
+            kept = len(store)
+    except BaseException:
+        for leftover in (out, out.with_name(out.name + "-wal"), out.with_name(out.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+        raise
+    seeding = source.parent / SEEDING_FILE
+    copied = seeding.is_file() and not (out.parent / SEEDING_FILE).exists()
+    if copied:
+        shutil.copyfile(seeding, out.parent / SEEDING_FILE)
+    print(
+        f"run {old!r} at step 0 is run {args.name!r} in {args.out}: {kept} tasks; "
+        f"{tasks} tasks and {attempts} attempt records of later steps left out"
+        + (f", and the store's {others} other run(s)" if others else "")
+        + (f"; {SEEDING_FILE} copied beside it" if copied else f"; no {SEEDING_FILE} copied"),
+        file=sys.stderr,
+    )
     return 0

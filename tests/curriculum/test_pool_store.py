@@ -236,3 +236,62 @@ def test_stats_read_how_long_the_written_programs_are_over_steps(store_url, conf
     # was given to its proposer
     assert stats.programs == ((0, 0, 2, 1.0, 0.0), (1, 1, 1, 4.0, 1.0))
     assert "with a loop" in stats.table()
+
+
+def test_a_fork_starts_a_new_run_from_the_seeded_pool_and_leaves_the_original(tmp_path, config):
+    """`selfplay pool fork`: the run's step-0 pool (the seeding's tasks and their answers)
+    under a new name in a new file, with the seeding record beside it; the later steps, the
+    store's other runs and the original file are left as they were."""
+    import json
+    import subprocess
+    import sys
+
+    source = tmp_path / "a" / "pool.sqlite"
+    with TaskStore.open(str(source), run="other", config=config) as other:
+        other.add_tasks([task(99)], Provenance("proposed", 3))
+    with TaskStore.open(str(source), run="a", config=config) as store:
+        store.add_tasks([task(0)], Provenance("seed"))
+        _play(store, 0)  # the seeding: proposals of step 0, their solve rates asked
+        seeded = _pool(store)
+        for step in (1, 2):
+            _play(store, step)
+        original = _pool(store)
+    (source.parent / "seeding.json").write_text(json.dumps({"rounds": 8}))
+    out = tmp_path / "b" / "pool.sqlite"
+    fork = [sys.executable, "-m", "selfplay.cli", "pool", "fork", "--store", str(source)]
+
+    done = subprocess.run(
+        [*fork, "--run", "a", "--out", str(out), "b"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "run 'a' at step 0 is run 'b'" in done.stderr and ": 2 tasks;" in done.stderr
+    # the seed and step 0's abduction (its deduction is the seed again); steps 1 and 2 added
+    # two tasks each and answered 4 and 6 tasks
+    assert "4 tasks and 10 attempt records of later steps" in done.stderr
+    assert "the store's 1 other run(s)" in done.stderr and "seeding.json copied" in done.stderr
+    assert TaskStore.runs(str(out)) == ["b"]
+    with TaskStore.open(str(out), run="b", config=config, create=False) as forked:
+        _same(_pool(forked), seeded)
+        assert forked.last_step == 0
+    assert json.loads((out.parent / "seeding.json").read_text()) == {"rounds": 8}
+    with TaskStore.open(str(source), run="a", config=config, create=False) as store:
+        _same(_pool(store), original)
+    assert sorted(TaskStore.runs(str(source))) == ["a", "other"]
+
+    # refused with a reason, and nothing left behind
+    cases = (
+        (["--run", "a", "--out", str(out), "c"], "exists; fork writes a new pool"),
+        (["--run", "x", "--out", str(tmp_path / "x.sqlite"), "c"], "no run named 'x'"),
+        (["--out", str(tmp_path / "y.sqlite"), "c"], "choose one with --run"),
+        (["--run", "a", "--out", str(tmp_path / "z.sqlite"), ""], "1 to 200 characters"),
+    )
+    for args, why in cases:
+        failed = subprocess.run([*fork, *args], capture_output=True, text=True)
+        assert failed.returncode == 1 and why in failed.stderr, failed.stderr
+        assert "Traceback" not in failed.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+    url = ["pool", "fork", "--store", "postgresql://h/db", "--out", str(tmp_path / "u.sqlite"), "u"]
+    failed = subprocess.run(
+        [sys.executable, "-m", "selfplay.cli", *url], capture_output=True, text=True
+    )
+    assert failed.returncode == 1 and "give its path" in failed.stderr
