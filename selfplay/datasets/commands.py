@@ -288,7 +288,8 @@ def rename_command(args: argparse.Namespace) -> int:
             raise StoreError(f"the store {_shown(args.store)} holds no tasks")
         engine = database.create(url, cfg.curriculum)
         try:
-            rename_run(engine, old, args.name)
+            if args.name != old:  # the same name: a snapshot of the run's seeded pool
+                rename_run(engine, old, args.name)
         finally:
             engine.dispose()
     except OperationalError as err:
@@ -334,7 +335,8 @@ def fork_command(args: argparse.Namespace) -> int:
         engine = database.create(database.resolve_url(str(out), args.name), cfg.curriculum)
         try:
             others = keep_only_run(engine, old)
-            rename_run(engine, old, args.name)
+            if args.name != old:  # the same name: a snapshot of the run's seeded pool
+                rename_run(engine, old, args.name)
         finally:
             engine.dispose()
         with TaskStore.open(str(out), args.name, cfg.curriculum, create=False) as store:

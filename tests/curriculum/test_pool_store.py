@@ -278,6 +278,14 @@ def test_a_fork_starts_a_new_run_from_the_seeded_pool_and_leaves_the_original(tm
         _same(_pool(store), original)
     assert sorted(TaskStore.runs(str(source))) == ["a", "other"]
 
+    # under its own name: a snapshot of the run's seeded pool, as results keep one
+    same = tmp_path / "snapshot" / "pool.sqlite"
+    done = subprocess.run([*fork, "--run", "a", "--out", str(same), "a"], capture_output=True)
+    assert done.returncode == 0 and TaskStore.runs(str(same)) == ["a"]
+    same.unlink()
+    same.with_name("seeding.json").unlink()
+    same.parent.rmdir()
+
     # refused with a reason, and nothing left behind
     cases = (
         (["--run", "a", "--out", str(out), "c"], "exists; fork writes a new pool"),
