@@ -115,6 +115,14 @@ def keep_only_run(engine, name: str) -> int:
         if run_id is None:
             raise StoreError(f"the store has no run named {name!r}")
         others = s.scalars(select(RunRow.id).where(RunRow.id != run_id)).all()
+        # children first, each in one statement: a pool migrated from an older schema may not
+        # cascade, and a cascade looks up `task_references.reference_id` (no index) per task
+        gone = select(TaskRow.id).where(TaskRow.run_id != run_id)
+        s.execute(delete(TaskReference).where(TaskReference.task_id.in_(gone)))
+        s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(gone)))
+        for table in (Attempt, TaskStats, Ability):
+            s.execute(delete(table).where(table.run_id != run_id))
+        s.execute(delete(TaskRow).where(TaskRow.run_id != run_id))
         for other in others:
             s.execute(delete(Meta).where(Meta.key == rebuild_mark(other)))
         s.execute(delete(RunRow).where(RunRow.id != run_id))

@@ -288,8 +288,7 @@ def rename_command(args: argparse.Namespace) -> int:
             raise StoreError(f"the store {_shown(args.store)} holds no tasks")
         engine = database.create(url, cfg.curriculum)
         try:
-            if args.name != old:  # the same name: a snapshot of the run's seeded pool
-                rename_run(engine, old, args.name)
+            rename_run(engine, old, args.name)
         finally:
             engine.dispose()
     except OperationalError as err:
@@ -301,60 +300,96 @@ def rename_command(args: argparse.Namespace) -> int:
 def fork_command(args: argparse.Namespace) -> int:
     """Copy the run's seeded pool (what it held before step 1) to `--out` as the run NEW_NAME,
     with the seeding record (`seeding.json`) beside it so that the new run does not seed again.
-    The copy is SQLite's online backup, so the source may be a run that is still going. Only
-    step 0 is forked: a copy of a later step would train from the base model against a pool
-    that the step's own answers had shaped (a run's checkpoint goes with its folder:
-    `pool rename`)."""
+    The copy is SQLite's online backup, so the source may be a run that is still going: the
+    record is copied first, so that it never counts a round the copied pool lacks. Only step 0
+    is forked: a copy of a later step would train from the base model against a pool that the
+    step's own answers had shaped (a run's checkpoint goes with its folder: `pool rename`)."""
+    import contextlib
     import shutil
+    import sqlite3
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from selfplay.curriculum.reads import run_names
+    from selfplay.self_seed import SEEDING_FILE
+
+    if any("://" in p or "{run}" in p for p in (args.store, args.out)):
+        raise StoreError("fork copies one SQLite file to another: give --store and --out as paths")
+    source, out = Path(args.store), Path(args.out)
+    if not source.is_file():
+        raise StoreError(f"--store {args.store}: no such file")
+    made = [out, out.with_name(out.name + "-wal"), out.with_name(out.name + "-shm")]
+    if any(p.exists() or p.is_symlink() for p in made):
+        raise StoreError(f"--out {args.out} exists; fork writes a new pool")
+    seeding, record = source.parent / SEEDING_FILE, out.parent / SEEDING_FILE
+    copy_record = seeding.is_file() and seeding.resolve() != record.resolve()
+    if copy_record and record.exists():
+        raise StoreError(
+            f"{record} exists: a fork puts its source's seeding record there; give --out a "
+            "folder of its own (the new run's, store/NEW_NAME)"
+        )
+    cfg = config_module.load(None, args.overrides)
+    folder = next((p for p in [out.parent, *out.parent.parents] if p.exists()), None)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if copy_record:
+            made.append(record)
+            shutil.copyfile(seeding, record)
+        old, others, (tasks, attempts), kept = _fork(source, out, args, cfg, run_names)
+    except BaseException as err:
+        for path in made:
+            path.unlink(missing_ok=True)
+        for empty in [out.parent, *out.parent.parents]:  # the folders it made
+            if empty == folder:
+                break
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+        if isinstance(err, (sqlite3.Error, SQLAlchemyError)):
+            raise StoreError(f"cannot fork {args.store}: {err}") from None
+        raise
+    print(
+        f"run {old!r} at step 0 is run {args.name!r} in {args.out}: {kept} tasks; "
+        f"{tasks} tasks and {attempts} attempt records of later steps left out"
+        + (f", and the store's {others} other run(s)" if others else "")
+        + (f"; {SEEDING_FILE} copied beside it" if copy_record else f"; no {SEEDING_FILE} copied"),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _fork(source: Path, out: Path, args, cfg, run_names):
+    """The copy, its run alone and renamed, rolled back to step 0, compacted."""
     import sqlite3
     from contextlib import closing
 
     from selfplay.curriculum import database
     from selfplay.curriculum.store import TaskStore
     from selfplay.curriculum.writes import keep_only_run, rename_run
-    from selfplay.self_seed import SEEDING_FILE
 
-    if "://" in args.store or "{run}" in args.store:
-        raise StoreError("--store: fork copies a SQLite pool file; give its path")
-    source, out = Path(args.store), Path(args.out)
-    if not source.is_file():
-        raise StoreError(f"the store {args.store} holds no tasks")
-    if out.exists() or out.resolve() == source.resolve():
-        raise StoreError(f"--out {args.out} exists; fork writes a new pool")
-    cfg = config_module.load(None, args.overrides)
+    # read-write, so that the last connection to close removes the -wal and -shm files it made
+    # (a read-only one leaves them beside the source); the backup itself only reads
+    reader = sqlite3.connect(source.resolve().as_uri(), uri=True)
+    with closing(reader) as src, closing(sqlite3.connect(out)) as dst:
+        src.backup(dst)
+    # the runs asked of the copy: a pool of an older version is migrated there, not in place
+    runs = run_names(str(out), cfg.curriculum)
+    if not runs:
+        raise StoreError(f"--store {args.store} holds no pool")
+    if args.run is None and len(runs) > 1:
+        raise StoreError(f"the store holds runs {runs}; choose one with --run")
+    old = args.run or runs[0]
+    if old not in runs:
+        raise StoreError(f"the store has no run named {old!r} (it holds: {', '.join(runs)})")
+    engine = database.create(database.resolve_url(str(out), args.name), cfg.curriculum)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-        try:
-            with closing(sqlite3.connect(out)) as dst:
-                src.backup(dst)
-        finally:
-            src.close()
-        # the run asked of the copy: a pool of an older version is migrated there, not here
-        old = _which_run(argparse.Namespace(run=args.run, store=str(out)), cfg, create=False)
-        engine = database.create(database.resolve_url(str(out), args.name), cfg.curriculum)
-        try:
-            others = keep_only_run(engine, old)
-            if args.name != old:  # the same name: a snapshot of the run's seeded pool
-                rename_run(engine, old, args.name)
-        finally:
-            engine.dispose()
-        with TaskStore.open(str(out), args.name, cfg.curriculum, create=False) as store:
-            tasks, attempts = store.roll_back(0)
-            kept = len(store)
-    except BaseException:
-        for leftover in (out, out.with_name(out.name + "-wal"), out.with_name(out.name + "-shm")):
-            leftover.unlink(missing_ok=True)
-        raise
-    seeding = source.parent / SEEDING_FILE
-    copied = seeding.is_file() and not (out.parent / SEEDING_FILE).exists()
-    if copied:
-        shutil.copyfile(seeding, out.parent / SEEDING_FILE)
-    print(
-        f"run {old!r} at step 0 is run {args.name!r} in {args.out}: {kept} tasks; "
-        f"{tasks} tasks and {attempts} attempt records of later steps left out"
-        + (f", and the store's {others} other run(s)" if others else "")
-        + (f"; {SEEDING_FILE} copied beside it" if copied else f"; no {SEEDING_FILE} copied"),
-        file=sys.stderr,
-    )
-    return 0
+        others = keep_only_run(engine, old)
+        if args.name != old:  # the same name: a snapshot of the run's seeded pool
+            rename_run(engine, old, args.name)
+    finally:
+        engine.dispose()
+    with TaskStore.open(str(out), args.name, cfg.curriculum, create=False) as store:
+        deleted = store.roll_back(0)
+        kept = len(store)
+    with closing(sqlite3.connect(out)) as db:
+        db.execute("VACUUM")  # what the other runs and later steps held: a snapshot is small
+    return old, others, deleted, kept

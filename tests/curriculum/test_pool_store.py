@@ -240,15 +240,26 @@ def test_stats_read_how_long_the_written_programs_are_over_steps(store_url, conf
 
 def test_a_fork_starts_a_new_run_from_the_seeded_pool_and_leaves_the_original(tmp_path, config):
     """`selfplay pool fork`: the run's step-0 pool (the seeding's tasks and their answers)
-    under a new name in a new file, with the seeding record beside it; the later steps, the
-    store's other runs and the original file are left as they were."""
+    under a new name in a new, compacted file, with the seeding record beside it, forked while
+    the run still has the pool open; the later steps and the store's other runs are not in
+    the copy, and the original is left as it was, with no files of the fork's beside it."""
     import json
+    import sqlite3
     import subprocess
     import sys
 
+    def cli(*args):
+        done = subprocess.run([*fork, *args], capture_output=True, text=True)
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
     source = tmp_path / "a" / "pool.sqlite"
+    fork = [sys.executable, "-m", "selfplay.cli", "pool", "fork", "--store", str(source)]
     with TaskStore.open(str(source), run="other", config=config) as other:
-        other.add_tasks([task(99)], Provenance("proposed", 3))
+        other.add_tasks([task(99), task(98)], Provenance("proposed", 3))
+        other.record_attempts(3, "v", [(int(i), 4, 1) for i in other.index["id"]])
+    (source.parent / "seeding.json").write_text(json.dumps({"rounds": 8}))
+    out = tmp_path / "b" / "pool.sqlite"
     with TaskStore.open(str(source), run="a", config=config) as store:
         store.add_tasks([task(0)], Provenance("seed"))
         _play(store, 0)  # the seeding: proposals of step 0, their solve rates asked
@@ -256,13 +267,7 @@ def test_a_fork_starts_a_new_run_from_the_seeded_pool_and_leaves_the_original(tm
         for step in (1, 2):
             _play(store, step)
         original = _pool(store)
-    (source.parent / "seeding.json").write_text(json.dumps({"rounds": 8}))
-    out = tmp_path / "b" / "pool.sqlite"
-    fork = [sys.executable, "-m", "selfplay.cli", "pool", "fork", "--store", str(source)]
-
-    done = subprocess.run(
-        [*fork, "--run", "a", "--out", str(out), "b"], capture_output=True, text=True
-    )
+        done = cli("--run", "a", "--out", str(out), "b")  # the run still going
     assert done.returncode == 0, done.stderr
     assert "run 'a' at step 0 is run 'b'" in done.stderr and ": 2 tasks;" in done.stderr
     # the seed and step 0's abduction (its deduction is the seed again); steps 1 and 2 added
@@ -273,33 +278,44 @@ def test_a_fork_starts_a_new_run_from_the_seeded_pool_and_leaves_the_original(tm
     with TaskStore.open(str(out), run="b", config=config, create=False) as forked:
         _same(_pool(forked), seeded)
         assert forked.last_step == 0
+    with sqlite3.connect(out) as db:  # nothing of the other run is left in the file
+        rows = [
+            db.execute(f"select count(*) from {t}").fetchone()[0] for t in ("tasks", "attempts")
+        ]
+    assert rows == [2, 2]  # step 0 answered the seed and the abduction
     assert json.loads((out.parent / "seeding.json").read_text()) == {"rounds": 8}
     with TaskStore.open(str(source), run="a", config=config, create=False) as store:
         _same(_pool(store), original)
     assert sorted(TaskStore.runs(str(source))) == ["a", "other"]
+    assert sorted(p.name for p in source.parent.iterdir()) == ["pool.sqlite", "seeding.json"]
 
     # under its own name: a snapshot of the run's seeded pool, as results keep one
     same = tmp_path / "snapshot" / "pool.sqlite"
-    done = subprocess.run([*fork, "--run", "a", "--out", str(same), "a"], capture_output=True)
-    assert done.returncode == 0 and TaskStore.runs(str(same)) == ["a"]
-    same.unlink()
-    same.with_name("seeding.json").unlink()
-    same.parent.rmdir()
+    assert cli("--run", "a", "--out", str(same), "a").returncode == 0
+    assert TaskStore.runs(str(same)) == ["a"]
 
-    # refused with a reason, and nothing left behind
+    # refused with a reason: nothing written, nothing left behind, nothing of --out touched
+    forked = out.read_bytes()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "seeding.json").write_text("{}")
+    (tmp_path / "junk.sqlite").write_text("not a database")
     cases = (
         (["--run", "a", "--out", str(out), "c"], "exists; fork writes a new pool"),
-        (["--run", "x", "--out", str(tmp_path / "x.sqlite"), "c"], "no run named 'x'"),
-        (["--out", str(tmp_path / "y.sqlite"), "c"], "choose one with --run"),
-        (["--run", "a", "--out", str(tmp_path / "z.sqlite"), ""], "1 to 200 characters"),
+        (["--run", "x", "--out", str(tmp_path / "x" / "pool.sqlite"), "c"], "no run named 'x'"),
+        (["--out", str(tmp_path / "y" / "pool.sqlite"), "c"], "choose one with --run"),
+        (["--run", "a", "--out", str(tmp_path / "z" / "z" / "pool.sqlite"), ""], "1 to 200"),
+        (["--run", "a", "--out", str(tmp_path / "{run}" / "pool.sqlite"), "c"], "as paths"),
+        (["--run", "a", "--out", str(tmp_path / "c" / "pool.sqlite"), "c"], "folder of its own"),
     )
     for args, why in cases:
-        failed = subprocess.run([*fork, *args], capture_output=True, text=True)
+        failed = cli(*args)
         assert failed.returncode == 1 and why in failed.stderr, failed.stderr
-        assert "Traceback" not in failed.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
-    url = ["pool", "fork", "--store", "postgresql://h/db", "--out", str(tmp_path / "u.sqlite"), "u"]
-    failed = subprocess.run(
-        [sys.executable, "-m", "selfplay.cli", *url], capture_output=True, text=True
-    )
-    assert failed.returncode == 1 and "give its path" in failed.stderr
+    junk = [*fork[:-1], str(tmp_path / "junk.sqlite"), "--out", str(tmp_path / "j.sqlite"), "j"]
+    failed = subprocess.run(junk, capture_output=True, text=True)
+    assert failed.returncode == 1 and "cannot fork" in failed.stderr, failed.stderr
+    url = [*fork[:-1], "postgresql://h/db", "--out", str(tmp_path / "u.sqlite"), "u"]
+    failed = subprocess.run(url, capture_output=True, text=True)
+    assert failed.returncode == 1 and "as paths" in failed.stderr
+    assert out.read_bytes() == forked
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c", "junk.sqlite", "snapshot"]
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["seeding.json"]
