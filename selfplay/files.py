@@ -6,7 +6,8 @@ the repository (`<repo>/../shared/data`). The executor's commands, the pool's im
 evaluation and the labeled sets all read through this module, which imports nothing else of
 the project. It also trims a run's JSONL logs on resume (`keep_steps`), and tells whether the
 process named in a temporary file's name still runs (`process_runs`), for the clean-ups of
-what a killed process left.
+what a killed process left. And it names the run folder's seeding record (`SEEDING_FILE`,
+written by `selfplay.self_seed`, copied by `selfplay pool fork`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA_ENV = "SELFPLAY_DATA"
+#: the seeding's record in a run folder: the rounds done and their metrics (`self_seed`)
+SEEDING_FILE = "seeding.json"
 
 
 def data_root() -> Path:

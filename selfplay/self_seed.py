@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from selfplay import stages
+from selfplay.files import SEEDING_FILE
 
 if TYPE_CHECKING:
     from selfplay.runs import Run
 
 __all__ = ["round_counts", "seed_from_model", "SEEDING_FILE"]
 
-SEEDING_FILE = "seeding.json"
 #: the repeats of a pooled task in other words, each counted apart (`new_work`)
 _OTHER_WORDS = {"repeat:renamed": "renamed", "repeat:behaviour": "alike"}
 

@@ -311,7 +311,7 @@ def fork_command(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
     from selfplay.curriculum.reads import run_names
-    from selfplay.self_seed import SEEDING_FILE
+    from selfplay.files import SEEDING_FILE
 
     if any("://" in p or "{run}" in p for p in (args.store, args.out)):
         raise StoreError("fork copies one SQLite file to another: give --store and --out as paths")
