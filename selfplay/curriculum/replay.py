@@ -16,8 +16,17 @@ from sqlalchemy import delete, func, insert, select
 
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
+from selfplay.curriculum.database import StoreError
 from selfplay.curriculum.migrations import rebuild_mark
-from selfplay.curriculum.schema import Ability, Attempt, Meta, TaskReference, TaskRow, TaskStats
+from selfplay.curriculum.schema import (
+    Ability,
+    Attempt,
+    Meta,
+    RunRow,
+    TaskReference,
+    TaskRow,
+    TaskStats,
+)
 from selfplay.curriculum.writes import COUNTS, STATE, write_state
 
 
@@ -43,14 +52,38 @@ def roll_back(engine, run_id: int, cfg: CurriculumConfig, step: int) -> tuple[in
         if not attempts and not tasks:
             return 0, 0
         s.execute(delete(Attempt).where(later))
-        # what names a deleted task first (a pool migrated from an older schema may not
-        # cascade); a kept task never names a later one
-        s.execute(delete(TaskReference).where(TaskReference.task_id.in_(gone)))
-        s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(gone)))
-        s.execute(delete(TaskStats).where(TaskStats.task_id.in_(gone)))
-        s.execute(delete(TaskRow).where(TaskRow.id.in_(gone)))
+        _delete_tasks(s, gone)  # a kept task never names a later one
         _rebuild(s, run_id, cfg)
     return tasks, attempts
+
+
+def keep_only_run(engine, name: str) -> int:
+    """Delete every run of the store but `name`, with its tasks, answers, estimates and
+    `selfplay_meta` marks, in one transaction; returns how many runs were deleted. For a copy
+    of a pool that is to hold one run (`selfplay pool fork`)."""
+    with database.write(engine) as s:
+        run_id = s.scalar(select(RunRow.id).where(RunRow.name == name))
+        if run_id is None:
+            raise StoreError(f"the store has no run named {name!r}")
+        others = s.scalars(select(RunRow.id).where(RunRow.id != run_id)).all()
+        for table in (Attempt, Ability):
+            s.execute(delete(table).where(table.run_id != run_id))
+        _delete_tasks(s, select(TaskRow.id).where(TaskRow.run_id != run_id))
+        for other in others:
+            s.execute(delete(Meta).where(Meta.key == rebuild_mark(other)))
+        s.execute(delete(RunRow).where(RunRow.id != run_id))
+    return len(others)
+
+
+def _delete_tasks(s, gone) -> None:
+    """Delete the tasks `gone` (a select of ids) with what names them, child rows first, one
+    statement each: a pool migrated from an older schema may not cascade, and a cascade would
+    look up `task_references.reference_id` (no index) once per task. Their attempts are the
+    caller's to delete first."""
+    s.execute(delete(TaskReference).where(TaskReference.task_id.in_(gone)))
+    s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(gone)))
+    s.execute(delete(TaskStats).where(TaskStats.task_id.in_(gone)))
+    s.execute(delete(TaskRow).where(TaskRow.id.in_(gone)))
 
 
 def _rebuild(s, run_id: int, cfg: CurriculumConfig) -> None:

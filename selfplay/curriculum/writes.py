@@ -20,7 +20,6 @@ from sqlalchemy import (
     String,
     any_,
     bindparam,
-    delete,
     func,
     insert,
     literal_column,
@@ -36,7 +35,6 @@ from sqlalchemy.exc import IntegrityError
 from selfplay.config import CurriculumConfig
 from selfplay.curriculum import database, difficulty
 from selfplay.curriculum.database import StoreError
-from selfplay.curriculum.migrations import rebuild_mark
 from selfplay.curriculum.records import (
     ORIGINS,
     AddResult,
@@ -49,7 +47,6 @@ from selfplay.curriculum.schema import (
     KEY_COLUMNS,
     Ability,
     Attempt,
-    Meta,
     RunRow,
     TaskReference,
     TaskRow,
@@ -104,29 +101,6 @@ def rename_run(engine, old: str, new: str) -> None:
             run.name = new
     except IntegrityError:  # another process took the name meanwhile
         raise StoreError(f"the store already has a run named {new!r}") from None
-
-
-def keep_only_run(engine, name: str) -> int:
-    """Delete every run of the store but `name` (its tasks, answers and estimates go with it:
-    the foreign keys cascade), and their rows of `selfplay_meta`; returns how many were
-    deleted. For a copy of a pool that is to hold one run (`selfplay pool fork`)."""
-    with database.write(engine) as s:
-        run_id = s.scalar(select(RunRow.id).where(RunRow.name == name))
-        if run_id is None:
-            raise StoreError(f"the store has no run named {name!r}")
-        others = s.scalars(select(RunRow.id).where(RunRow.id != run_id)).all()
-        # children first, each in one statement: a pool migrated from an older schema may not
-        # cascade, and a cascade looks up `task_references.reference_id` (no index) per task
-        gone = select(TaskRow.id).where(TaskRow.run_id != run_id)
-        s.execute(delete(TaskReference).where(TaskReference.task_id.in_(gone)))
-        s.execute(delete(TaskReference).where(TaskReference.reference_id.in_(gone)))
-        for table in (Attempt, TaskStats, Ability):
-            s.execute(delete(table).where(table.run_id != run_id))
-        s.execute(delete(TaskRow).where(TaskRow.run_id != run_id))
-        for other in others:
-            s.execute(delete(Meta).where(Meta.key == rebuild_mark(other)))
-        s.execute(delete(RunRow).where(RunRow.id != run_id))
-    return len(others)
 
 
 # -- tasks ------------------------------------------------------------------------------------

@@ -310,7 +310,6 @@ def fork_command(args: argparse.Namespace) -> int:
 
     from sqlalchemy.exc import SQLAlchemyError
 
-    from selfplay.curriculum.reads import run_names
     from selfplay.files import SEEDING_FILE
 
     if any("://" in p or "{run}" in p for p in (args.store, args.out)):
@@ -335,7 +334,7 @@ def fork_command(args: argparse.Namespace) -> int:
         if copy_record:
             made.append(record)
             shutil.copyfile(seeding, record)
-        old, others, (tasks, attempts), kept = _fork(source, out, args, cfg, run_names)
+        old, others, (tasks, attempts), kept = _fork(source, out, args, cfg)
     except BaseException as err:
         for path in made:
             path.unlink(missing_ok=True)
@@ -357,14 +356,16 @@ def fork_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fork(source: Path, out: Path, args, cfg, run_names):
+def _fork(source: Path, out: Path, args, cfg):
     """The copy, its run alone and renamed, rolled back to step 0, compacted."""
     import sqlite3
     from contextlib import closing
 
     from selfplay.curriculum import database
+    from selfplay.curriculum.reads import run_names
+    from selfplay.curriculum.replay import keep_only_run
     from selfplay.curriculum.store import TaskStore
-    from selfplay.curriculum.writes import keep_only_run, rename_run
+    from selfplay.curriculum.writes import rename_run
 
     # read-write, so that the last connection to close removes the -wal and -shm files it made
     # (a read-only one leaves them beside the source); the backup itself only reads
