@@ -32,11 +32,11 @@ SUBSETS = ("cruxeval_o", "cruxeval_i")
 ALPHA = 0.01
 
 
-def base_for(folder: Path, bases: list[Path]) -> Path | None:
-    """The first base made on the same setup as `folder`, or None."""
+def base_for(folder: Path, bases: dict[Path, dict | None]) -> Path | None:
+    """The first base made on the same setup as `folder`, or None; `bases` maps each base
+    folder to its recorded setup."""
     mine = recorded(folder / "samples.jsonl")
-    for base in bases:
-        theirs = recorded(base / "samples.jsonl")
+    for base, theirs in bases.items():
         if (mine is None) != (theirs is None):
             continue
         if mine is None or not differences(mine, theirs):
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", type=Path, nargs="+", help="`selfplay eval --out` folders")
     parser.add_argument("--json", action="store_true", help="JSON lines, a summary last")
     args = parser.parse_args(argv)
-    bases = [b.resolve() for b in args.bases]
+    bases = {b.resolve(): recorded(b / "samples.jsonl") for b in args.bases}  # read once
     rows, unpaired = [], []
     for folder in sorted(f.resolve() for f in args.folders):
         if folder in bases or not (folder / "samples.jsonl").is_file():
