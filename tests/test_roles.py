@@ -10,6 +10,7 @@ from selfplay.config import RolesConfig
 from selfplay.executor import Executor
 from selfplay.executor.modules import ALLOWED_MODULES
 from selfplay.proposer import parse_proposal, proposer_prompt, task_from
+from selfplay.proposer.layout import proposal_regex
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.types import ParseFailure, Task, Verdict
 
@@ -82,6 +83,16 @@ def test_references_in_the_calls_layout_show_no_function():
 def test_prompts_without_thinking():
     content = proposer_prompt("deduction", [], RolesConfig(think=False))[1].content
     assert "<think>" not in content and "<answer>" in content
+
+
+def test_a_thinking_solver_beside_a_proposer_that_does_not():
+    roles = RolesConfig(think=True, prefill=True, proposer_think=False)
+    for task_type in ("deduction", "abduction"):
+        content = proposer_prompt(task_type, [], roles)[1].content
+        assert "<think>" not in content and "<answer>" in content
+        assert proposal_regex(task_type, roles).startswith("<answer>")
+    assert solver_prompt(SORT, roles)[-1].content == "<think>\n"
+    assert "<think>" in proposer_prompt("deduction", [], RolesConfig(think=True))[1].content
 
 
 def test_solver_prompts_show_what_the_task_type_allows():

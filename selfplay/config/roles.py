@@ -59,11 +59,21 @@ class RolesConfig(Checked):
         "(extract.has_test_code); evaluation keeps judging the cleaned program",
     )
     think: bool = knob(True, "ask for reasoning in <think> before the answer")
+    proposer_think: bool = knob(
+        True,
+        "the proposer reasons in <think> too when `think` is on; false: only the solver "
+        "does, so that a run with a thinking solver proposes as one without",
+    )
     prefill: bool = knob(
         False,
         "begin the solver's reply for the model: with <think> when thinking, else with <answer> "
         "and the answer's code fence (small models then answer in the layout)",
     )
+
+    @property
+    def proposer_thinks(self) -> bool:
+        """Whether proposer prompts ask for reasoning before the answer."""
+        return self.think and self.proposer_think
 
     def check(self) -> None:
         positive(self, "induction_inputs", "induction_visible", "reference_chars")

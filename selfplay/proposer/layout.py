@@ -3,9 +3,9 @@ generation (`generation.constrained_proposals`: vLLM's structured output keeps e
 token inside the expression, so a small model cannot wander off the layout).
 
 Each expression describes exactly the requested answer: an optional `<think>` section when
-`roles.think` asks for one (at most `think_chars` characters, so that thinking cannot use up
-the token budget the answer needs: `proposal_regexes` allows about half of
-`generation.max_new_tokens`), then `<answer>` holding
+the proposer is asked to think (`roles.think` and `roles.proposer_think`; at most
+`think_chars` characters, so that thinking cannot use up the token budget the answer needs:
+`proposal_regexes` allows about half of `generation.max_new_tokens`), then `<answer>` holding
 
 deduction / abduction  one python block: definitions (imports, functions, classes, constants),
                        among them `def f(`, then, as the last line, one call `f(...)` with
@@ -55,7 +55,7 @@ def proposal_regex(
     task_type: TaskType, roles: RolesConfig | None = None, think_chars: int = 2048
 ) -> str:
     """The layout of a proposal of `task_type` as the proposer prompt asks for it, its think
-    section (when `roles.think`) at most `think_chars` characters long."""
+    section (when `roles.proposer_thinks`) at most `think_chars` characters long."""
     roles = roles or RolesConfig()
     if task_type == "induction":
         low, high = roles.induction_visible + 1, roles.induction_inputs
@@ -65,7 +65,7 @@ def proposal_regex(
         body = problem + _OPEN + program_regex(r"def f\(\)") + _FENCE_END
     else:
         body = _OPEN + program_regex(r"def f\(") + _CALL + _FENCE_END
-    head = rf"<think>\n[^<]{{0,{think_chars}}}</think>\n" if roles.think else ""
+    head = rf"<think>\n[^<]{{0,{think_chars}}}</think>\n" if roles.proposer_thinks else ""
     return rf"{head}<answer>\n{body}</answer>"
 
 

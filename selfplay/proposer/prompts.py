@@ -209,7 +209,7 @@ def proposer_prompt(
             "`f` on the input you chose. The checker runs that call to get the output.",
             rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial),
             _references(references, roles, induction=False),
-            answer_format(body, roles.think),
+            answer_format(body, roles.proposer_thinks),
         ]
     )
     return chat(text, SYSTEM)
@@ -239,7 +239,7 @@ def _induction(
                 else []
             ),  # fmt: skip
             _references(references, roles, induction=True),
-            answer_format(body, roles.think),
+            answer_format(body, roles.proposer_thinks),
         ]
     )
 
@@ -273,6 +273,6 @@ def _math(references: Sequence[Task], roles: RolesConfig) -> str:
             "The checker runs `f()` to get the answer: it must return an int or a float.",
             rules(),
             references_text,
-            answer_format(body, roles.think),
+            answer_format(body, roles.proposer_thinks),
         ]
     )
