@@ -138,6 +138,9 @@ def test_regexes_follow_the_config():
     assert regexes[0] == regexes[2] == proposal_regex("deduction", config.roles)
     assert regexes[1] == proposal_regex("induction", config.roles)
     assert not regexes[0].startswith("<think>")
+    solver_only = ["roles.think=true", "roles.proposer_think=false"]
+    config = load(None, ["generation.constrained_proposals=true", *solver_only])
+    assert not any(r.startswith("<think>") for r in proposal_regexes(config, ["deduction", "math"]))
 
 
 def test_the_think_section_is_limited_to_about_half_the_token_budget():

@@ -87,12 +87,13 @@ def test_prompts_without_thinking():
 
 def test_a_thinking_solver_beside_a_proposer_that_does_not():
     roles = RolesConfig(think=True, prefill=True, proposer_think=False)
-    for task_type in ("deduction", "abduction"):
-        content = proposer_prompt(task_type, [], roles)[1].content
-        assert "<think>" not in content and "<answer>" in content
-        assert proposal_regex(task_type, roles).startswith("<answer>")
+    program = COUNT.program  # what an induction proposal writes inputs for
+    for task_type in ("deduction", "abduction", "induction", "math"):
+        for r, thinks in ((roles, False), (RolesConfig(think=True), True)):
+            content = proposer_prompt(task_type, [], r, program=program)[1].content
+            assert ("<think>" in content) is thinks and "<answer>" in content
+            assert proposal_regex(task_type, r).startswith("<think>") is thinks
     assert solver_prompt(SORT, roles)[-1].content == "<think>\n"
-    assert "<think>" in proposer_prompt("deduction", [], RolesConfig(think=True))[1].content
 
 
 def test_solver_prompts_show_what_the_task_type_allows():
