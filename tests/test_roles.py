@@ -9,8 +9,7 @@ import pytest
 from selfplay.config import RolesConfig
 from selfplay.executor import Executor
 from selfplay.executor.modules import ALLOWED_MODULES
-from selfplay.proposer import parse_proposal, proposer_prompt, task_from
-from selfplay.proposer.layout import proposal_regex
+from selfplay.proposer import parse_proposal, proposal_regex, proposer_prompt, task_from
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.types import ParseFailure, Task, Verdict
 
