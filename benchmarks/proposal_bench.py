@@ -18,10 +18,12 @@ at that step (0 without a pool; `selfplay.proposer.topics`), and `roles.referenc
 shows the references as a run would. `free` samples as the loop does by default;
 `constrained` keeps every proposal inside its layout's regular expression
 (`generation.constrained_proposals`). A proposal is parsed as the propose stage parses it and
-valid when the executor accepts every run (`task_from`).
+valid when the executor accepts every run (`task_from`) and, for deduction and abduction, the
+program has at least `roles.min_statements` statements (the validate stage refuses it unrun).
 
 Of the valid deduction and abduction tasks, as the store stage would judge them: `copies` (the
-canonical program of a reference its prompt showed), `trivial`
+canonical program of a reference its prompt showed, or a program that behaves as the
+reference's does, `behaviour_copies` of them, as `selfplay.new_work` judges it), `trivial`
 (`selfplay.trivial`: copying answers it, or its output does not move with its input),
 `repeats` (the canonical program of an earlier valid proposal of
 the same mode), `new` (the rest), and the shape of the new ones: `statements` (median, as
@@ -118,25 +120,44 @@ def pool_references(
     return drawn, at
 
 
-def shape(executor, proposed, stock: bool = False) -> dict[str, float]:
+def shape(executor, proposed, stock: bool = False, behaviour: bool = True) -> dict[str, float]:
     """What the valid deduction and abduction tasks of one mode and type, each with the
     references its prompt showed, are (see the module's docstring); `stock`: a guessable
-    abduction counts as trivial (`curriculum.refuse_stock_inputs`)."""
+    abduction counts as trivial (`curriculum.refuse_stock_inputs`); `behaviour`: a program
+    that behaves as a shown reference's does is a copy too, as the store stage judges it
+    (`curriculum.behaviour_copies`, `selfplay.new_work.behaves_as`), counted also apart
+    (`behaviour_copies`)."""
     import statistics
+    from types import SimpleNamespace
 
+    from selfplay.distributed import Ranks
+    from selfplay.new_work import behaves_as
     from selfplay.proposer.canonical import canonical_program
     from selfplay.proposer.complexity import loops, statements
     from selfplay.trivial import trivial_reasons
 
     tasks = [task for task, _ in proposed]
     reasons = trivial_reasons(executor, tasks, stock=stock) if tasks else []
+    texts = {
+        k
+        for k, (task, shown) in enumerate(proposed)
+        if canonical_program(task.program) in {canonical_program(r.program) for r in shown}
+    }
+    others = {
+        k: (task, [r.program for r in shown])
+        for k, (task, shown) in enumerate(proposed)
+        if k not in texts and shown
+    }
+    run = SimpleNamespace(ranks=Ranks(), executor=executor)
+    alike = set(behaves_as(run, others)) if behaviour and others else set()
     seen: set[str] = set()
     counts = Counter()
     sizes, looped = [], []
-    for (task, shown), reason in zip(proposed, reasons, strict=True):
+    for k, ((task, _), reason) in enumerate(zip(proposed, reasons, strict=True)):
         canonical = canonical_program(task.program)
-        if canonical in {canonical_program(r.program) for r in shown}:
+        if k in texts or k in alike:
             counts["copies"] += 1
+            counts["behaviour_copies"] += k in alike
         elif reason:
             counts["trivial"] += 1
         elif canonical in seen:
@@ -146,7 +167,7 @@ def shape(executor, proposed, stock: bool = False) -> dict[str, float]:
             sizes.append(statements(task.program) or 0)
             looped.append(bool(loops(task.program)))
         seen.add(canonical)
-    out = {key: counts[key] for key in ("new", "copies", "trivial", "repeats")}
+    out = {key: counts[key] for key in ("new", "copies", "behaviour_copies", "trivial", "repeats")}
     if tasks:
         out["no_new_work_share"] = round(1 - counts["new"] / len(tasks), 3)
     if sizes:
@@ -158,7 +179,8 @@ def shape(executor, proposed, stock: bool = False) -> dict[str, float]:
 def judge(config, executor, requests, completions) -> dict[str, dict]:
     """Per task type: proposals, parsed, valid, truncated, and why the rest failed."""
     from selfplay.proposer import parse_proposal, task_from
-    from selfplay.types import ParseFailure
+    from selfplay.proposer.complexity import too_simple
+    from selfplay.types import WRITTEN_TYPES, ParseFailure
 
     roles = config.roles
     counts = {kind: Counter() for kind, *_ in requests}
@@ -180,6 +202,9 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
             counts[kind][f"failed:{result.reason}"] += 1
             continue
         counts[kind]["parsed"] += 1
+        if kind in WRITTEN_TYPES and too_simple(result.program, roles.min_statements):
+            counts[kind]["failed:too_simple"] += 1  # the validate stage refuses it unrun
+            continue
         parsed.append((result, shown))
     verdicts = iter(executor.validate([case for p, _ in parsed for case in p.cases]))
     for p, shown in parsed:
@@ -191,7 +216,10 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
     out = {kind: dict(c) for kind, c in counts.items()}
     for kind in ("deduction", "abduction"):
         if kind in out:
-            out[kind] |= shape(executor, tasks[kind], config.curriculum.refuse_stock_inputs)
+            curriculum = config.curriculum
+            out[kind] |= shape(
+                executor, tasks[kind], curriculum.refuse_stock_inputs, curriculum.behaviour_copies
+            )
     return out
 
 
@@ -215,8 +243,47 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
     if save:
         for (kind, *_), c in zip(requests, completions, strict=True):
             record = {"mode": mode, "type": kind, "text": c.text, "finish": c.finish_reason}
-            save.write(json.dumps(record) + "\n")
+            save.write(json.dumps(record | {"tokens": len(c.token_ids)}) + "\n")
     return judge(config, executor, requests, completions), wall
+
+
+def saved_completions(path: Path, mode: str, requests) -> list:
+    """The completions of `mode` that `--save` wrote to `path`, one per request in order, to
+    judge again without the model (the token counts of files saved before they were kept
+    are 0)."""
+    from selfplay.engine.base import Completion
+
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [r for r in records if r["mode"] == mode]
+    kinds = [r["type"] for r in records]
+    if kinds != [kind for kind, *_ in requests]:
+        raise SystemExit(
+            f"{path}: its {len(records)} {mode} completions are not the {len(requests)} "
+            "prompts these arguments ask for (same --n, --types and --references?)"
+        )
+    out = []
+    for r in records:
+        tokens = r.get("tokens", 0)
+        out.append(Completion(r["text"], (0,) * tokens, (0.0,) * tokens, r["finish"]))
+    return out
+
+
+def report(mode: str, counts: dict[str, dict], wall: float | None) -> dict[str, dict]:
+    """Print one JSON line per task type of `mode`; the summary's rates of each."""
+    rates = {}
+    for kind, c in counts.items():
+        line = {"mode": mode, "type": kind, **c}
+        if wall is not None:
+            line["generate_s"] = round(wall, 1)
+        print(json.dumps(line), flush=True)
+        rates[kind] = {
+            "parse_rate": round(c.get("parsed", 0) / c["proposals"], 3),
+            "valid_rate": round(c.get("valid", 0) / c["proposals"], 3),
+        }
+        for key in ("no_new_work_share", "new", "copies", "statements", "loop_share"):
+            if key in c:
+                rates[kind][key] = c[key]
+    return rates
 
 
 def main() -> int:
@@ -224,6 +291,12 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=16, help="proposals per task type and mode")
     parser.add_argument("--modes", nargs="+", default=["free", "constrained"])
     parser.add_argument("--save", type=Path, help="write the completions to this JSONL file")
+    parser.add_argument(
+        "--judge-saved",
+        type=Path,
+        help="judge the completions --save wrote there, with the same arguments, without "
+        "generating (e.g. after the judgement changed)",
+    )
     parser.add_argument("--recipe", type=Path, default=ROOT / "recipes" / "cpu_demo.yaml")
     parser.add_argument("--types", nargs="+", default=list(TYPES), choices=TYPES)
     parser.add_argument(
@@ -267,23 +340,20 @@ def main() -> int:
             references = lambda salt, n: drawn[salt]  # noqa: E731
             summary |= {"pool": str(args.pool), "pool_run": args.pool_run, "pool_step": step}
         requests = prompts(config, args.n, programs, args.types, references, step)
+        if args.judge_saved:
+            for mode in args.modes:
+                completions = saved_completions(args.judge_saved, mode, requests)
+                counts = judge(config, executor, requests, completions)
+                summary[mode] = report(mode, counts, None)
+            summary["judged"] = str(args.judge_saved)
+            print(json.dumps(summary))
+            return 0
         model, tokenizer, source = load_model(config.model)
         engine = make_engine(config, model, tokenizer, source)
         try:
             for mode in args.modes:
                 counts, wall = run_mode(mode, config, engine, executor, requests, save)
-                rates = {}
-                for kind, c in counts.items():
-                    line = {"mode": mode, "type": kind, **c, "generate_s": round(wall, 1)}
-                    print(json.dumps(line), flush=True)
-                    rates[kind] = {
-                        "parse_rate": round(c.get("parsed", 0) / c["proposals"], 3),
-                        "valid_rate": round(c.get("valid", 0) / c["proposals"], 3),
-                    }
-                    for key in ("no_new_work_share", "copies", "statements", "loop_share"):
-                        if key in c:
-                            rates[kind][key] = c[key]
-                summary[mode] = rates
+                summary[mode] = report(mode, counts, wall)
         finally:
             engine.close()
             if save:
