@@ -62,6 +62,29 @@ def test_a_topic_names_the_idea_to_build_f_around():
     assert named.replace(f" Build `f` around this idea: {topic}.", "") == plain
 
 
+def test_asked_last_the_new_puzzle_follows_the_references():
+    """`roles.ask_last` moves what to write (with its topic) after the references and the
+    rules, just before the answer's layout; the same paragraphs otherwise, and by default
+    the ask comes first."""
+    topic = "a stack (append and pop)"
+    first = proposer_prompt("deduction", [SORT], topic=topic)[1].content
+    roles = RolesConfig(ask_last=True)
+    last = proposer_prompt("deduction", [SORT], roles, topic=topic)[1].content
+    for content in (first, last):
+        assert content.index("Earlier puzzles") < content.index("exactly in this format")
+    assert first.index("Invent a new puzzle") < first.index("Rules") < first.index(SORT.program)
+    assert last.index(SORT.program) < last.index("Rules") < last.index("Invent a new puzzle")
+    assert last.index(topic) > last.index(SORT.program) and first.index(topic) < first.index(
+        "Rules"
+    )
+    assert "Invent a new puzzle, unlike the earlier ones:" in last
+    assert sorted(last.replace(", unlike the earlier ones", "").split("\n\n")) == sorted(
+        first.split("\n\n")
+    )
+    alone = proposer_prompt("abduction", [], roles, topic=topic)[1].content
+    assert "unlike" not in alone and alone.index("no earlier puzzles") < alone.index("Invent")
+
+
 def test_references_in_the_assert_layout_are_not_shown_as_an_answer():
     answer = proposer_prompt("deduction", [SORT])[1].content
     shown = proposer_prompt("deduction", [SORT], RolesConfig(reference_layout="assert"))[1].content

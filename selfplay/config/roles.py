@@ -35,6 +35,13 @@ class RolesConfig(Checked):
         "name one programming idea in each deduction/abduction proposer prompt, drawn per "
         "prompt (selfplay/proposer/topics.py), so that a step's prompts ask for different programs",
     )
+    ask_last: bool = knob(
+        False,
+        "a deduction/abduction proposer prompt shows the references first and asks for the "
+        "new puzzle (with its topic) last, just before the answer's layout, instead of "
+        "asking first and showing the references last (a small model tends to write what "
+        "it read last)",
+    )
     worked_examples: int = knob(
         0,
         "solved pool tasks of its type shown above each deduction/abduction task the solver "

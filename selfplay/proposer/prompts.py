@@ -201,17 +201,21 @@ def proposer_prompt(
     body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
     idea = f" Build `f` around this idea: {topic}." if topic else ""
     guess = _NOT_GUESSABLE if refuse_stock and task_type == "abduction" else ""
-    text = "\n\n".join(
-        [
-            "Invent a new puzzle: a Python function `f` and one input for it. "
-            f"{_GOALS[task_type]}{guess}{idea}",
-            "Write one Python code block: the function `f`, then, as its last line, one call of "
-            "`f` on the input you chose. The checker runs that call to get the output.",
-            rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial),
-            _references(references, roles, induction=False),
-            answer_format(body, roles.proposer_thinks),
-        ]
-    )
+    ask = [
+        "Invent a new puzzle: a Python function `f` and one input for it. "
+        f"{_GOALS[task_type]}{guess}{idea}",
+        "Write one Python code block: the function `f`, then, as its last line, one call of "
+        "`f` on the input you chose. The checker runs that call to get the output.",
+    ]
+    shown = _references(references, roles, induction=False)
+    checked = rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial)
+    if roles.ask_last:  # what to write is the last thing read before the answer
+        if references:
+            ask[0] = ask[0].replace("a new puzzle", "a new puzzle, unlike the earlier ones", 1)
+        parts = [shown, checked, *ask]
+    else:
+        parts = [*ask, checked, shown]
+    text = "\n\n".join([*parts, answer_format(body, roles.proposer_thinks)])
     return chat(text, SYSTEM)
 
 
