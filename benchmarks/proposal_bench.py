@@ -236,6 +236,14 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
         think = think_limit(config.generation.max_new_tokens)
         regexes = tuple(proposal_regex(kind, config.roles, think) for kind, *_ in requests)
         params = replace(params, regex=regexes)
+    from selfplay.engine.ngrams import avoiding
+    from selfplay.types import WRITTEN_TYPES
+
+    # as the propose stage does under `generation.avoid_reference_ngrams`
+    shown = [
+        [t.program for t in refs] if kind in WRITTEN_TYPES else [] for kind, *_, refs in requests
+    ]
+    params = avoiding(params, config.generation, shown)
     started = time.perf_counter()
     generations = engine.generate([r[2] for r in requests], params)
     wall = time.perf_counter() - started

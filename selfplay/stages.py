@@ -44,6 +44,7 @@ from selfplay.curriculum import Provenance, TaskAttempts
 from selfplay.curriculum.records import verification_record
 from selfplay.engine import derive_seed, sampling
 from selfplay.engine.base import policy_logprobs
+from selfplay.engine.ngrams import avoiding
 from selfplay.extract import ANSWER_STOP
 from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
 from selfplay.proposer.complexity import brevity, too_simple
@@ -103,7 +104,7 @@ def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
     round (`selfplay.self_seed`), gets its own generation seeds, topics and references."""
     cfg = run.config
     refuse_stock = cfg.curriculum.refuse_stock_inputs and not cfg.curriculum.keep_trivial
-    prompts, meta = [], []
+    prompts, meta, avoid = [], [], []
     for index, task_type in enumerate(cfg.selfplay.task_types):
         salt, n = index + _DRAW * draw, cfg.selfplay.proposals
         induction = task_type == "induction"
@@ -132,6 +133,8 @@ def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
                 )
             )
             meta.append((task_type, tuple(r.id for r in refs), programs[k]))
+            # a copy of a shown program is no new work (`generation.avoid_reference_ngrams`)
+            avoid.append([r.task.program for r in refs] if task_type in WRITTEN_TYPES else [])
     params = sampling(
         cfg.generation,
         n=cfg.selfplay.proposal_samples,
@@ -139,6 +142,7 @@ def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
         stop=ANSWER_STOP,
     )
     params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))
+    params = avoiding(params, cfg.generation, avoid)
     proposed = []
     use_role(run, "propose")
     for group, ((task_type, refs, program), generation) in enumerate(

@@ -270,13 +270,25 @@ class GenerationConfig(Checked):
         "type, selfplay/solver/layout.py; vLLM structured output, refused by transformers)",
     )
 
+    avoid_reference_ngrams: int = knob(
+        0,
+        "steer deduction and abduction proposals away from copying their prompt's references: "
+        "a token that would complete an n-gram of this many tokens of a reference's program "
+        "loses `avoid_reference_penalty` logits (selfplay/engine/ngrams.py); 0: off",
+    )
+    avoid_reference_penalty: float = knob(
+        5.0, "logits taken from such a token (finite: a token a constraint forces stays)"
+    )
+
     ignored: ClassVar[dict[str, str]] = {
         "samples": "every stage sets its own count (selfplay.proposal_samples, "
         "selfplay.attempts, selfplay.solver_samples)"
     }
 
     def check(self) -> None:
-        positive(self, "max_new_tokens")
+        positive(self, "max_new_tokens", "avoid_reference_penalty")
+        if self.avoid_reference_ngrams == 1 or self.avoid_reference_ngrams < 0:
+            raise ConfigError("generation.avoid_reference_ngrams must be 0 (off) or at least 2")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ConfigError("generation: temperature must be >= 0 and 0 < top_p <= 1")
         if self.solve_temperature < 0 and self.solve_temperature != -1:

@@ -82,6 +82,12 @@ class SamplingParams:
     # Format-constrained generation (vLLM only): every completion of a prompt matches this
     # regular expression; one for all prompts, or one per prompt, in order.
     regex: str | tuple[str, ...] | None = None
+    # Per prompt, texts whose n-grams (of `avoid_ngram` tokens) the completions are steered
+    # away from: a token that would complete one loses `avoid_penalty` logits
+    # (`selfplay.engine.ngrams`).
+    avoid: tuple[tuple[str, ...], ...] | None = None
+    avoid_ngram: int = 0
+    avoid_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.max_tokens < 1:
@@ -93,6 +99,8 @@ class SamplingParams:
         regexes = (self.regex,) if isinstance(self.regex, str) else self.regex or ()
         if not all(regexes):
             raise ValueError("a regex must not be empty")
+        if self.avoid is not None and (self.avoid_ngram < 2 or self.avoid_penalty <= 0):
+            raise ValueError("texts to avoid need avoid_ngram >= 2 and avoid_penalty > 0")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import torch
 from selfplay import console
 from selfplay.config import EngineConfig
 from selfplay.engine.base import Chat, Completion, Generation, SamplingParams
+from selfplay.engine.ngrams import NgramPenalty
 from selfplay.engine.template import prompt_ids
 
 __all__ = ["TransformersEngine", "sample_tokens"]
@@ -82,12 +83,15 @@ class TransformersEngine:
         rows = [i for i in range(len(ids)) for _ in range(params.n)]
         order = sorted(range(len(rows)), key=lambda r: len(ids[rows[r]]))
         generator = self._generator_for(params.seed)
+        penalties = self._penalties(params, len(ids))
         done: dict[int, Completion] = {}
         with console.bar(len(rows)) as bar:
             for start in range(0, len(order), self.config.batch_size):
                 chunk = order[start : start + self.config.batch_size]
                 batch = [ids[rows[r]] for r in chunk]
-                done.update(zip(chunk, self._decode(batch, params, generator, bar), strict=True))
+                steer = [penalties[rows[r]] for r in chunk]
+                completions = self._decode(batch, params, generator, bar, steer)
+                done.update(zip(chunk, completions, strict=True))
         return [
             Generation(tuple(x), tuple(done[i * params.n + k] for k in range(params.n)))
             for i, x in enumerate(ids)
@@ -160,10 +164,29 @@ class TransformersEngine:
         )
         return out.logits[:, -1].float()
 
+    def _penalties(self, params: SamplingParams, prompts: int) -> list[NgramPenalty | None]:
+        """Per prompt, the penalty steering its completions away from `params.avoid`."""
+        if params.avoid is None:
+            return [None] * prompts
+        if len(params.avoid) != prompts:
+            raise ValueError(f"texts to avoid for {len(params.avoid)} of {prompts} prompts")
+        encode = self.tokenizer.encode
+        return [
+            NgramPenalty(
+                [encode(t, add_special_tokens=False) for t in texts],
+                params.avoid_ngram,
+                params.avoid_penalty,
+            )
+            if texts
+            else None
+            for texts in params.avoid
+        ]
+
     def _decode(
-        self, batch: list[list[int]], params: SamplingParams, generator, bar
+        self, batch: list[list[int]], params: SamplingParams, generator, bar, steer=None
     ) -> list[Completion]:
-        """The completions of one batch; `bar` moves on as its rows finish."""
+        """The completions of one batch; `bar` moves on as its rows finish; `steer`, per row,
+        an `NgramPenalty` applied to its logits at every step (or None)."""
         from transformers import DynamicCache
 
         with self._evaluating():
@@ -173,6 +196,10 @@ class TransformersEngine:
             rows = _Rows(len(batch), self, params)
             alive = torch.arange(len(batch), device=ids.device)
             for step in range(params.max_tokens):
+                if steer and any(steer):
+                    for j, row in enumerate(alive.tolist()):
+                        if steer[row] is not None:
+                            steer[row](rows.tokens[row], logits[j])
                 token, logp = sample_tokens(logits, params.temperature, params.top_p, generator)
                 keep = rows.append(alive.tolist(), token.tolist(), logp.tolist())
                 bar.update(len(alive) - len(keep))

@@ -148,6 +148,7 @@ class VLLMEngine:
             # is the terminal (`selfplay.console`); the load is logged anyway
             use_tqdm_on_load=False,
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
+            logits_processors=[AVOID_NGRAMS],
             **_launched(self.on_gpu),
         )
 
@@ -171,6 +172,8 @@ class VLLMEngine:
         per_request = self._seeded(sampling, len(requests))
         if params.regex is not None:
             per_request = _constrained(per_request, params.regex, len(ids), copies)
+        if params.avoid is not None:
+            per_request = _avoiding(per_request, params, self.tokenizer, len(ids), copies)
         completions = len(requests) * sampling.n
         with _progress(completions) as hook:
             outputs = self.llm.generate(requests, per_request, use_tqdm=hook)
@@ -274,6 +277,35 @@ def _constrained(sampling, regex: str | tuple[str, ...], prompts: int, copies: i
         clone.structured_outputs = StructuredOutputsParams(regex=regexes[k // copies])
         out.append(clone)
     return out
+
+
+def _avoiding(sampling, params: SamplingParams, tokenizer, prompts: int, copies: int) -> list:
+    """One sampling-params object per request whose `extra_args` carry the token ids of the
+    texts its prompt's completions are steered away from (`params.avoid`), for the logits
+    processor `AVOID_NGRAMS`."""
+    from selfplay.engine.ngrams import EXTRA_ARGS_KEY
+
+    if len(params.avoid) != prompts:
+        raise ValueError(f"texts to avoid for {len(params.avoid)} of {prompts} prompts")
+    sources = [
+        [tokenizer.encode(text, add_special_tokens=False) for text in texts]
+        for texts in params.avoid
+    ]
+    base = sampling if isinstance(sampling, list) else [sampling] * (prompts * copies)
+    out = []
+    for k, each in enumerate(base):
+        clone = each.clone()
+        if sources[k // copies]:
+            args = {"n": params.avoid_ngram, "penalty": params.avoid_penalty}
+            clone.extra_args = (clone.extra_args or {}) | {
+                EXTRA_ARGS_KEY: args | {"sources": sources[k // copies]}
+            }
+        out.append(clone)
+    return out
+
+
+#: the logits processor of `selfplay.engine.vllm_ngrams`, loaded by the engine by name
+AVOID_NGRAMS = "selfplay.engine.vllm_ngrams:AvoidNgrams"
 
 
 @contextmanager

@@ -233,3 +233,14 @@ def test_the_update_scores_the_tempered_distribution_the_engine_sampled(engine, 
 
     assert ratio(0.7) == pytest.approx(1.0, abs=1e-5)
     assert abs(ratio(1.0) - 1.0) > 1e-3
+
+
+def test_a_completion_steered_away_from_a_text_writes_none_of_its_ngrams(engine, smol_tokenizer):
+    """`SamplingParams.avoid`: the greedy completion no longer holds a 3-gram of the text it
+    avoids (its own earlier completion); a prompt that avoids nothing decodes as before."""
+    from tests.engine.avoided import avoided_greedy, contains_ngram
+
+    before, after, source = avoided_greedy(engine, smol_tokenizer, PROMPTS[:2])
+    steered = list(after[0].completions[0].token_ids)
+    assert not contains_ngram(steered, source, 3)
+    assert after[1].completions[0].token_ids == before[1].completions[0].token_ids

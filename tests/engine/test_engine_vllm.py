@@ -277,3 +277,26 @@ def test_a_generation_that_fails_closes_its_bar_and_stops_its_thread(
     ):
         engine.generate(PROMPTS, SamplingParams(n=2, max_tokens=8, seed=0))
     assert set(threading.enumerate()) <= before  # the bar's redraw thread ended with it
+
+
+def test_texts_to_avoid_steer_as_in_the_transformers_backend(vllm_engine, reference):
+    """The logits processor applies the penalty per request, as the transformers backend does
+    (the same greedy tokens), and a token that a regex forces is still written."""
+    from tests.engine.avoided import avoided_greedy, contains_ngram
+
+    tokenizer = reference.tokenizer
+    before, after, source = avoided_greedy(vllm_engine, tokenizer, PROMPTS)
+    assert not contains_ngram(list(after[0].completions[0].token_ids), source, 3)
+    assert after[1].completions[0].token_ids == before[1].completions[0].token_ids
+    ours = avoided_greedy(reference, tokenizer, PROMPTS)[1]
+    assert [g.completions[0].token_ids for g in ours] == [g.completions[0].token_ids for g in after]
+    forced = "yes, yes, yes, yes!"
+    params = SamplingParams(
+        temperature=0,
+        max_tokens=16,
+        regex=forced,
+        avoid=((forced,), (forced,)),
+        avoid_ngram=2,
+        avoid_penalty=1e4,
+    )
+    assert all(g.completions[0].text == forced for g in vllm_engine.generate(PROMPTS, params))

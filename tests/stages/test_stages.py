@@ -256,6 +256,35 @@ def test_topics_name_an_idea_in_each_written_proposal_prompt(make_run):
         assert not any("this idea" in p for p in run.engine.prompts if "one input for it" not in p)
 
 
+def test_written_proposals_avoid_their_references_programs(make_run):
+    """`generation.avoid_reference_ngrams`: each deduction and abduction prompt's completions
+    are steered away from the programs of the references its prompt shows, with the knob's n
+    and penalty; off, nothing is avoided."""
+
+    class Recorder(ScriptedProposer):
+        def generate(self, prompts, params):
+            self.params = params
+            self.prompts = [p[1].content for p in prompts]
+            return super().generate(prompts, params)
+
+    more = [Task("abduction", REVERSED, ("'abc'",), ("'cba'",))]
+    for n in (0, 5):
+        run, _ = make_run(
+            [f"generation.avoid_reference_ngrams={n}", "generation.avoid_reference_penalty=2.5"],
+            more=more,
+        )
+        run.engine = Recorder(["I like turtles."])
+        stages.propose(run, 1)
+        params = run.engine.params
+        if not n:
+            assert params.avoid is None
+            continue
+        assert params.avoid_ngram == 5 and params.avoid_penalty == 2.5
+        assert len(params.avoid) == len(run.engine.prompts)
+        for prompt, texts in zip(run.engine.prompts, params.avoid, strict=True):
+            assert texts and all(f"```python\n{t}" in prompt for t in texts)
+
+
 def test_every_generation_runs_as_its_role(make_run, monkeypatch):
     """With one adapter per role (`stages.use_role`), proposals are written as the proposer,
     the answers of both kinds (estimates and the frontier batch) and the in-run evaluation's as
