@@ -4,6 +4,8 @@ and what the valid deduction and abduction proposals are: new work, or the seed 
     .venv/bin/python benchmarks/proposal_bench.py [--n 16] [--modes free constrained] [k=v ...]
     .venv/bin/python benchmarks/proposal_bench.py --recipe recipes/cpu_learn.yaml \
         --types deduction abduction --modes constrained --references seed --n 32 roles.topics=true
+    ... --save completions.jsonl        # keep the completions (and their prompts' hashes)
+    ... --judge-saved completions.jsonl # judge them again, same arguments, no model
 
 The model (default: the embedded SmolLM2-135M-Instruct) writes `--n` proposals per task type
 with the recipe's sampling (default recipes/cpu_demo.yaml: temperature 0.7, top-p 0.9, 256 new
@@ -237,11 +239,13 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
         regexes = tuple(proposal_regex(kind, config.roles, think) for kind, *_ in requests)
         params = replace(params, regex=regexes)
     from selfplay.engine.ngrams import avoiding
+    from selfplay.proposer.prompts import shown_references
     from selfplay.types import WRITTEN_TYPES
 
     # as the propose stage does under `generation.avoid_reference_ngrams`
     shown = [
-        [t.program for t in refs] if kind in WRITTEN_TYPES else [] for kind, *_, refs in requests
+        [t.program for t in shown_references(refs, config.roles)] if kind in WRITTEN_TYPES else []
+        for kind, *_, refs in requests
     ]
     params = avoiding(params, config.generation, shown)
     started = time.perf_counter()
@@ -249,21 +253,35 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
     wall = time.perf_counter() - started
     completions = [g.completions[0] for g in generations]
     if save:
-        for (kind, *_), c in zip(requests, completions, strict=True):
+        for (kind, _, chat, _), c in zip(requests, completions, strict=True):
             record = {"mode": mode, "type": kind, "text": c.text, "finish": c.finish_reason}
-            save.write(json.dumps(record | {"tokens": len(c.token_ids)}) + "\n")
+            record |= {"tokens": len(c.token_ids), "prompt": prompt_hash(chat)}
+            save.write(json.dumps(record) + "\n")
     return judge(config, executor, requests, completions), wall
+
+
+def prompt_hash(chat) -> str:
+    """A short hash of a prompt's messages, saved beside its completion."""
+    import hashlib
+
+    text = json.dumps([[m.role, m.content] for m in chat])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def saved_completions(path: Path, mode: str, requests) -> list:
     """The completions of `mode` that `--save` wrote to `path`, one per request in order, to
-    judge again without the model (the token counts of files saved before they were kept
-    are 0)."""
+    judge again without the model; a file that holds the prompts' hashes must have been
+    written for these prompts (older files hold neither the hashes nor the token counts,
+    which are then 0)."""
     from selfplay.engine.base import Completion
 
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     records = [r for r in records if r["mode"] == mode]
     kinds = [r["type"] for r in records]
+    hashes = [r.get("prompt") for r in records]
+    asked = [prompt_hash(chat) for _, _, chat, _ in requests]
+    if any(hashes) and hashes != asked:
+        raise SystemExit(f"{path}: its completions were written for other prompts")
     if kinds != [kind for kind, *_ in requests]:
         raise SystemExit(
             f"{path}: its {len(records)} {mode} completions are not the {len(requests)} "
@@ -332,6 +350,8 @@ def main() -> int:
     summary |= {"think": config.roles.think, "temperature": config.generation.temperature}
     summary |= {"references": args.references, "topics": config.roles.topics}
     summary |= {"reference_layout": config.roles.reference_layout}
+    if args.save and args.judge_saved:
+        parser.error("--judge-saved judges saved completions: --save has nothing to write")
     save = args.save.open("w") if args.save else None
     with Executor(config.executor) as executor:
         programs = seed_programs(executor, args.n, rng) if "induction" in args.types else []

@@ -242,15 +242,19 @@ def generate(ranks: Ranks, engine, prompts: Sequence, params: SamplingParams) ->
     """`engine.generate(prompts, params)` with the prompts split across ranks: each rank
     samples its shares with its own engine and seeds (`share_seed`); every rank gets all
     generations, in prompt order."""
-    regex = params.regex
+    regex, avoid = params.regex, params.avoid
     per_prompt = isinstance(regex, tuple)
     if per_prompt and len(regex) != len(prompts):
         raise ValueError(f"{len(regex)} regular expressions for {len(prompts)} prompts")
+    if avoid is not None and len(avoid) != len(prompts):
+        raise ValueError(f"texts to avoid for {len(avoid)} of {len(prompts)} prompts")
 
     def part(chats: list, k: int) -> list[Generation]:
         mine = replace(params, seed=share_seed(params.seed, k, ranks.shares))
         if per_prompt:
             mine = replace(mine, regex=tuple(share_of(regex, k, ranks.shares)))
+        if avoid is not None:
+            mine = replace(mine, avoid=tuple(share_of(avoid, k, ranks.shares)))
         return engine.generate(chats, mine)
 
     return ranks.map(part, prompts)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from selfplay.engine import chat
 from selfplay.types import Task
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "proposal_bench.py"
@@ -56,7 +57,7 @@ def test_a_program_below_the_floor_is_not_valid(executor, tmp_path):
         "<answer>\n```python\ndef f(n):\n    total = 0\n    for k in range(n):\n"
         "        total += k * k\n    return total\n\nf(4)\n```\n</answer>"
     )
-    requests = [("deduction", None, None, []), ("deduction", None, None, [])]
+    requests = [("deduction", None, chat(f"puzzle {k}"), []) for k in range(2)]
     saved = tmp_path / "completions.jsonl"
     saved.write_text(
         "".join(
@@ -65,7 +66,7 @@ def test_a_program_below_the_floor_is_not_valid(executor, tmp_path):
             for t in (one_line, longer)
         )
     )
-    completions = script.saved_completions(saved, "constrained", requests)
+    completions = script.saved_completions(saved, "constrained", requests)  # no hashes kept
     for floor, valid in ((0, 2), (3, 1)):
         config = config_module.load(None, [f"roles.min_statements={floor}"])
         judged = script.judge(config, executor, requests, completions)["deduction"]
@@ -73,3 +74,14 @@ def test_a_program_below_the_floor_is_not_valid(executor, tmp_path):
         assert judged.get("failed:too_simple", 0) == 2 - valid
     with pytest.raises(SystemExit, match="not the 3 prompts"):
         script.saved_completions(saved, "constrained", [*requests, requests[0]])
+    hashed = tmp_path / "hashed.jsonl"
+    rows = [json.loads(line) for line in saved.read_text().splitlines()]
+    hashed.write_text(
+        "".join(
+            json.dumps(r | {"prompt": script.prompt_hash(q[2])}) + "\n"
+            for r, q in zip(rows, requests, strict=True)
+        )
+    )
+    assert len(script.saved_completions(hashed, "constrained", requests)) == 2
+    with pytest.raises(SystemExit, match="written for other prompts"):
+        script.saved_completions(hashed, "constrained", requests[::-1])

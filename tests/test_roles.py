@@ -83,6 +83,9 @@ def test_asked_last_the_new_puzzle_follows_the_references():
     )
     alone = proposer_prompt("abduction", [], roles, topic=topic)[1].content
     assert "unlike" not in alone and alone.index("no earlier puzzles") < alone.index("Invent")
+    long = dataclasses.replace(SORT, program=SORT.program + "\n" + "#" * 1300)  # not shown
+    unshown = proposer_prompt("abduction", [long], roles, topic=topic)[1].content
+    assert "unlike" not in unshown and "no earlier puzzles" in unshown
 
 
 def test_references_in_the_assert_layout_are_not_shown_as_an_answer():

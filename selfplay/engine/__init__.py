@@ -99,7 +99,8 @@ def make_engine(config, model, tokenizer, source: str) -> Engine:
     # vLLM serves in the configured `model.dtype` (a bfloat16 7B model holds 15 GB there, not
     # the 30 GB of the float32 weights training keeps); pushed weights are cast to it.
     dtype = dtype_name(config.model.dtype)
-    return VLLMEngine(source, tokenizer, engine_config, dtype, config.model.template)
+    avoid = config.generation.avoid_reference_ngrams > 0
+    return VLLMEngine(source, tokenizer, engine_config, dtype, config.model.template, avoid)
 
 
 def fit_context(engine: EngineConfig, model, notice=None) -> EngineConfig:

@@ -165,7 +165,8 @@ def policy_logprobs(completion: Completion, params: SamplingParams) -> tuple[flo
     engine knows them. Format-constrained generation masks the tokens outside the layout, so
     the engine's are those of the masked, renormalised distribution (the token the layout
     forced has log-probability 0, whatever the policy gave it): none are given then (NaN), and
-    the update takes the policy's own (`trainer.loss.policy_loss`)."""
-    if params.regex is None:
+    the update takes the policy's own (`trainer.loss.policy_loss`). So with texts to avoid
+    (`avoid`): the engine's are those of the penalised distribution."""
+    if params.regex is None and params.avoid is None:
         return completion.logprobs
     return (math.nan,) * len(completion.logprobs)

@@ -11,9 +11,10 @@ finite: where format-constrained generation allows one token only, that token is
 
 `generation.avoid_reference_ngrams` turns it on for deduction and abduction proposals, their
 prompt's references being the texts (`avoiding`); both backends apply it (vLLM through a
-logits processor, `selfplay.engine.vllm_backend`). The log-probabilities a completion reports
-are those of the distribution it was drawn from, the penalty included, as with constrained
-generation: a trained proposer's update sees what was sampled.
+logits processor, `selfplay.engine.vllm_ngrams`, which the vLLM engine loads only under that
+knob). The log-probabilities a completion reports are those of the penalised distribution it
+was drawn from; as with constrained generation, a trained proposer's update does not take them
+for the policy's (`engine.base.policy_logprobs`) and computes the policy's own.
 """
 
 from __future__ import annotations

@@ -83,7 +83,22 @@ def _no_room(error: ValueError) -> bool:
 class VLLMEngine:
     """The `Engine` protocol on `vllm.LLM`."""
 
-    def __init__(self, source: str, tokenizer, config: EngineConfig, dtype, template="auto"):
+    def __init__(
+        self,
+        source: str,
+        tokenizer,
+        config: EngineConfig,
+        dtype,
+        template="auto",
+        avoid_ngrams: bool = False,
+    ):
+        """`avoid_ngrams`: load the logits processor that `SamplingParams.avoid` needs
+        (`generation.avoid_reference_ngrams`); without it such sampling is refused."""
+        self.avoid_ngrams = avoid_ngrams
+        if avoid_ngrams:
+            # vLLM's V2 model runner (the default on some GPUs) loads only logits processors
+            # of its own interface; the V1 runner, the one on CPU, loads `AVOID_NGRAMS`.
+            os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
         if config.vllm_in_process:
             # Must be set before vLLM reads its environment (at engine construction).
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
@@ -148,7 +163,9 @@ class VLLMEngine:
             # is the terminal (`selfplay.console`); the load is logged anyway
             use_tqdm_on_load=False,
             max_num_batched_tokens=None if self.on_gpu else max(config.max_model_len, 8192),
-            logits_processors=[AVOID_NGRAMS],
+            # loaded only when asked for: any custom processor makes vLLM keep every step's
+            # output tokens at hand for it
+            logits_processors=[AVOID_NGRAMS] if self.avoid_ngrams else None,
             **_launched(self.on_gpu),
         )
 
@@ -173,6 +190,12 @@ class VLLMEngine:
         if params.regex is not None:
             per_request = _constrained(per_request, params.regex, len(ids), copies)
         if params.avoid is not None:
+            if not self.avoid_ngrams:
+                raise ValueError(
+                    "texts to avoid need the vLLM engine started with its n-gram logits "
+                    "processor (avoid_ngrams=True; make_engine does so under "
+                    "generation.avoid_reference_ngrams)"
+                )
             per_request = _avoiding(per_request, params, self.tokenizer, len(ids), copies)
         completions = len(requests) * sampling.n
         with _progress(completions) as hook:

@@ -12,8 +12,10 @@ __all__ = ["AvoidNgrams"]
 
 
 class AvoidNgrams(AdapterLogitsProcessor):
+    """One `NgramPenalty` per request that carries one, applied to its row of the logits."""
+
     def is_argmax_invariant(self) -> bool:
-        return False
+        return False  # the penalty can change the likeliest token: greedy requests need it too
 
     def new_req_logits_processor(self, params):
         args = (params.extra_args or {}).get(EXTRA_ARGS_KEY)

@@ -25,7 +25,14 @@ from selfplay.executor.guards import FORBIDDEN_BUILTINS
 from selfplay.executor.modules import ALLOWED_MODULES
 from selfplay.types import Task, TaskType
 
-__all__ = ["SYSTEM", "rules", "format_task", "answer_format", "proposer_prompt"]
+__all__ = [
+    "SYSTEM",
+    "rules",
+    "format_task",
+    "answer_format",
+    "proposer_prompt",
+    "shown_references",
+]
 
 SYSTEM = (
     "You are a careful Python programmer who invents and solves small programming puzzles. "
@@ -159,16 +166,23 @@ def _calls(lines: Sequence[str]) -> str:
     return "```python\n" + "\n".join(lines) + "\n```"
 
 
-def _references(references: Sequence[Task], roles: RolesConfig, induction: bool) -> str:
-    # Induction proposals are shown induction tasks; program-and-input proposals are shown
-    # deduction and abduction tasks, which have the same shape.
-    usable = [
+def shown_references(
+    references: Sequence[Task], roles: RolesConfig, induction: bool = False
+) -> list[Task]:
+    """The references a proposer prompt shows: induction proposals are shown induction tasks,
+    program-and-input proposals deduction and abduction tasks (they have the same shape);
+    programs longer than `roles.reference_chars` are left out."""
+    return [
         t
         for t in references
         if len(t.program) <= roles.reference_chars
         and t.type != "math"
         and (t.type == "induction") == induction
     ]
+
+
+def _references(references: Sequence[Task], roles: RolesConfig, induction: bool) -> str:
+    usable = shown_references(references, roles, induction)
     if not usable:
         return "There are no earlier puzzles yet: invent the first one."
     shown = "\n\n".join(
@@ -201,8 +215,14 @@ def proposer_prompt(
     body = "```python\ndef f(<parameters>):\n    <body>\n\nf(<arguments>)\n```"
     idea = f" Build `f` around this idea: {topic}." if topic else ""
     guess = _NOT_GUESSABLE if refuse_stock and task_type == "abduction" else ""
+    # asked last, after the references, the ask says what they are to it
+    unlike = (
+        ", unlike the earlier ones"
+        if roles.ask_last and shown_references(references, roles)
+        else ""
+    )
     ask = [
-        "Invent a new puzzle: a Python function `f` and one input for it. "
+        f"Invent a new puzzle{unlike}: a Python function `f` and one input for it. "
         f"{_GOALS[task_type]}{guess}{idea}",
         "Write one Python code block: the function `f`, then, as its last line, one call of "
         "`f` on the input you chose. The checker runs that call to get the output.",
@@ -210,8 +230,6 @@ def proposer_prompt(
     shown = _references(references, roles, induction=False)
     checked = rules(final_call=True, min_statements=roles.min_statements, trivial=refuse_trivial)
     if roles.ask_last:  # what to write is the last thing read before the answer
-        if references:
-            ask[0] = ask[0].replace("a new puzzle", "a new puzzle, unlike the earlier ones", 1)
         parts = [shown, checked, *ask]
     else:
         parts = [*ask, checked, shown]

@@ -4,6 +4,8 @@ gradients are the one process's gradient)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from accelerate import Accelerator
@@ -86,6 +88,20 @@ def test_generation_in_shares_samples_each_share_with_its_seed(tiny_model_dir, t
     assert [g.prompt_token_ids for g in shared] == [g.prompt_token_ids for g in whole]
     with pytest.raises(ValueError, match="2 regular expressions for 5 prompts"):
         generate(Ranks(shares=2), engine, prompts, SamplingParams(regex=("a", "b")))
+    # texts to avoid are split as the prompts are: each share's engine gets its own
+    asked = []
+
+    class Recording:
+        def generate(self, chats, mine):
+            asked.append((len(chats), mine.avoid))
+            return engine.generate(chats, mine)
+
+    avoid = tuple((f"count to {k}",) if k % 2 else () for k in range(5))
+    steered = SamplingParams(max_tokens=4, seed=7, avoid=avoid, avoid_ngram=2, avoid_penalty=9.0)
+    generate(Ranks(shares=2), Recording(), prompts, steered)
+    assert asked == [(3, avoid[0::2]), (2, avoid[1::2])]
+    with pytest.raises(ValueError, match="texts to avoid for 2 of 5 prompts"):
+        generate(Ranks(shares=2), engine, prompts, replace(steered, avoid=avoid[:2]))
 
 
 def test_the_shared_store_is_the_store_in_one_process(tmp_path):

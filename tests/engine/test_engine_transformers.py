@@ -237,10 +237,28 @@ def test_the_update_scores_the_tempered_distribution_the_engine_sampled(engine, 
 
 def test_a_completion_steered_away_from_a_text_writes_none_of_its_ngrams(engine, smol_tokenizer):
     """`SamplingParams.avoid`: the greedy completion no longer holds a 3-gram of the text it
-    avoids (its own earlier completion); a prompt that avoids nothing decodes as before."""
+    avoids (its own earlier completion); a prompt that avoids nothing decodes as before. The
+    longer prompt avoids, so the batch (sorted by length) holds it second, and once the other
+    row has stopped it decodes on alone with its penalty."""
     from tests.engine.avoided import avoided_greedy, contains_ngram
 
-    before, after, source = avoided_greedy(engine, smol_tokenizer, PROMPTS[:2])
-    steered = list(after[0].completions[0].token_ids)
-    assert not contains_ngram(steered, source, 3)
-    assert after[1].completions[0].token_ids == before[1].completions[0].token_ids
+    prompts = [PROMPTS[1], PROMPTS[0]]  # the first is the longer
+    before, after, source = avoided_greedy(engine, smol_tokenizer, prompts)
+    steered = after[0].completions[0]
+    assert not contains_ngram(list(steered.token_ids), source, 3)
+    other = before[1].completions[0]
+    assert after[1].completions[0].token_ids == other.token_ids
+    # a stop string that ends the other row early and is not in the steered one
+    stop = next(
+        other.text[k : k + 3]
+        for k in range(1, len(other.text) - 3)
+        if other.text[k : k + 3].strip() and other.text[k : k + 3] not in steered.text
+    )
+    avoid = ((before[0].completions[0].text,), ())
+    params = SamplingParams(
+        temperature=0, max_tokens=16, stop=(stop,), avoid=avoid, avoid_ngram=3, avoid_penalty=1e4
+    )
+    [alone, stopped] = engine.generate(prompts, params)
+    assert stopped.completions[0].finish_reason == "stop"
+    assert len(stopped.completions[0].token_ids) < len(other.token_ids)
+    assert alone.completions[0].token_ids == steered.token_ids

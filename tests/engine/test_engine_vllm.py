@@ -26,7 +26,7 @@ def vllm_engine(require_vllm, tiny_model_dir, smol_tokenizer):
     # A KV-cache size, not a share of memory: on CPU a share is of NUMA node 0's memory less
     # what this process holds already, which varies with the machine and with the tests before.
     config = EngineConfig(backend="vllm", max_model_len=1024, vllm_kv_cache_gib=0.25)
-    engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32")
+    engine = VLLMEngine(str(tiny_model_dir), smol_tokenizer, config, "float32", avoid_ngrams=True)
     yield engine
     engine.close()
 
@@ -281,22 +281,32 @@ def test_a_generation_that_fails_closes_its_bar_and_stops_its_thread(
 
 def test_texts_to_avoid_steer_as_in_the_transformers_backend(vllm_engine, reference):
     """The logits processor applies the penalty per request, as the transformers backend does
-    (the same greedy tokens), and a token that a regex forces is still written."""
+    (the same greedy tokens): with two greedy samples a prompt (each sent as its own request),
+    only the second prompt's two requests avoid its text. A token a regex forces is still
+    written."""
     from tests.engine.avoided import avoided_greedy, contains_ngram
 
     tokenizer = reference.tokenizer
-    before, after, source = avoided_greedy(vllm_engine, tokenizer, PROMPTS)
-    assert not contains_ngram(list(after[0].completions[0].token_ids), source, 3)
-    assert after[1].completions[0].token_ids == before[1].completions[0].token_ids
-    ours = avoided_greedy(reference, tokenizer, PROMPTS)[1]
-    assert [g.completions[0].token_ids for g in ours] == [g.completions[0].token_ids for g in after]
+    before, after, source = avoided_greedy(vllm_engine, tokenizer, PROMPTS, steered=1, samples=2)
+    for completion in after[1].completions:
+        assert not contains_ngram(list(completion.token_ids), source, 3)
+    assert [c.token_ids for c in after[0].completions] == [
+        c.token_ids for c in before[0].completions
+    ]
+    ours = avoided_greedy(reference, tokenizer, PROMPTS, steered=1, samples=2)[1]
+    assert [[c.token_ids for c in g.completions] for g in ours] == [
+        [c.token_ids for c in g.completions] for g in after
+    ]
     forced = "yes, yes, yes, yes!"
     params = SamplingParams(
-        temperature=0,
-        max_tokens=16,
-        regex=forced,
-        avoid=((forced,), (forced,)),
-        avoid_ngram=2,
+        temperature=0, max_tokens=16, regex=forced, avoid=((forced,), (forced,)), avoid_ngram=2,
         avoid_penalty=1e4,
-    )
+    )  # fmt: skip
     assert all(g.completions[0].text == forced for g in vllm_engine.generate(PROMPTS, params))
+
+
+def test_texts_to_avoid_need_the_processor_loaded(vllm_engine, monkeypatch):
+    monkeypatch.setattr(vllm_engine, "avoid_ngrams", False)
+    params = SamplingParams(max_tokens=2, avoid=(("a b c",), ()), avoid_ngram=2, avoid_penalty=1.0)
+    with pytest.raises(ValueError, match="n-gram logits processor"):
+        vllm_engine.generate(PROMPTS, params)

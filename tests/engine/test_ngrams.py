@@ -39,3 +39,16 @@ def test_a_config_turns_it_on_for_the_prompts_with_texts():
         GenerationConfig(avoid_reference_ngrams=1)
     with pytest.raises(ConfigError, match="avoid_reference_penalty"):
         GenerationConfig(avoid_reference_penalty=0.0)
+
+
+def test_penalised_logprobs_are_not_taken_for_the_policys():
+    """A steered completion's log-probabilities are the penalised distribution's: the update
+    computes the policy's own (NaN), as it does for a constrained one."""
+    import math
+
+    from selfplay.engine.base import Completion, policy_logprobs
+
+    completion = Completion("ab", (1, 2), (-0.5, -0.1), "stop")
+    assert policy_logprobs(completion, SamplingParams()) == (-0.5, -0.1)
+    steered = SamplingParams(avoid=(("x y",),), avoid_ngram=2, avoid_penalty=1.0)
+    assert all(math.isnan(x) for x in policy_logprobs(completion, steered))

@@ -270,7 +270,11 @@ def test_written_proposals_avoid_their_references_programs(make_run):
     more = [Task("abduction", REVERSED, ("'abc'",), ("'cba'",))]
     for n in (0, 5):
         run, _ = make_run(
-            [f"generation.avoid_reference_ngrams={n}", "generation.avoid_reference_penalty=2.5"],
+            [
+                f"generation.avoid_reference_ngrams={n}",
+                "generation.avoid_reference_penalty=2.5",
+                "selfplay.task_types=[deduction, abduction, induction]",
+            ],
             more=more,
         )
         run.engine = Recorder(["I like turtles."])
@@ -281,7 +285,12 @@ def test_written_proposals_avoid_their_references_programs(make_run):
             continue
         assert params.avoid_ngram == 5 and params.avoid_penalty == 2.5
         assert len(params.avoid) == len(run.engine.prompts)
+        written = [p for p in run.engine.prompts if "one input for it" in p]
+        assert 0 < len(written) < len(run.engine.prompts)  # induction prompts too
         for prompt, texts in zip(run.engine.prompts, params.avoid, strict=True):
+            if "one input for it" not in prompt:
+                assert texts == ()  # an induction proposal writes inputs for a given program
+                continue
             assert texts and all(f"```python\n{t}" in prompt for t in texts)
 
 
