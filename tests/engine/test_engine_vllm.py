@@ -286,6 +286,7 @@ def test_texts_to_avoid_steer_as_in_the_transformers_backend(vllm_engine, refere
     written."""
     from tests.engine.avoided import avoided_greedy, contains_ngram
 
+    vllm_engine.load_weights(reference.model)  # the module's engine may hold another test's
     tokenizer = reference.tokenizer
     before, after, source = avoided_greedy(vllm_engine, tokenizer, PROMPTS, steered=1, samples=2)
     for completion in after[1].completions:
