@@ -24,10 +24,14 @@ def test_the_vllm_engine_starts_in_the_configured_dtype(monkeypatch, tiny_model)
     started = {}
 
     class Recorder:
-        def __init__(self, source, tokenizer, config, dtype, template):
-            started["dtype"] = dtype
+        def __init__(self, source, tokenizer, config, dtype, template, avoid_ngrams=False):
+            started["dtype"], started["avoid_ngrams"] = dtype, avoid_ngrams
 
     monkeypatch.setattr(vllm_backend, "VLLMEngine", Recorder)
     config = load(None, ["engine.backend=vllm", "model.dtype=bfloat16"])
     make_engine(config, tiny_model, None, "unused")  # the training model is float32
-    assert started["dtype"] == "bfloat16"
+    assert started["dtype"] == "bfloat16" and started["avoid_ngrams"] is False
+    # the n-gram logits processor is loaded only for a run that steers its proposals
+    make_engine(load(None, ["engine.backend=vllm", "generation.avoid_reference_ngrams=6"]),
+                tiny_model, None, "unused")  # fmt: skip
+    assert started["avoid_ngrams"] is True
