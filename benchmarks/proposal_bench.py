@@ -239,14 +239,10 @@ def run_mode(mode: str, config, engine, executor, requests, save) -> tuple[dict[
         regexes = tuple(proposal_regex(kind, config.roles, think) for kind, *_ in requests)
         params = replace(params, regex=regexes)
     from selfplay.engine.ngrams import avoiding
-    from selfplay.proposer.prompts import shown_references
-    from selfplay.types import WRITTEN_TYPES
+    from selfplay.proposer.prompts import shown_programs
 
     # as the propose stage does under `generation.avoid_reference_ngrams`
-    shown = [
-        [t.program for t in shown_references(refs, config.roles)] if kind in WRITTEN_TYPES else []
-        for kind, *_, refs in requests
-    ]
+    shown = [shown_programs(kind, refs, config.roles) for kind, *_, refs in requests]
     params = avoiding(params, config.generation, shown)
     started = time.perf_counter()
     generations = engine.generate([r[2] for r in requests], params)

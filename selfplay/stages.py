@@ -50,7 +50,7 @@ from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, pro
 from selfplay.proposer.complexity import brevity, too_simple
 from selfplay.proposer.induction import induction_programs
 from selfplay.proposer.layout import proposal_regexes
-from selfplay.proposer.prompts import shown_references
+from selfplay.proposer.prompts import shown_programs
 from selfplay.proposer.topics import prompt_topic
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.examples import shown_answer, worked_examples
@@ -134,17 +134,15 @@ def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
                 )
             )
             meta.append((task_type, tuple(r.id for r in refs), programs[k]))
-            # a copy of a shown program is no new work (`generation.avoid_reference_ngrams`)
-            shown = shown_references([r.task for r in refs], cfg.roles)
-            avoid.append([t.program for t in shown] if task_type in WRITTEN_TYPES else [])
+            avoid.append(shown_programs(task_type, [r.task for r in refs], cfg.roles))
     params = sampling(
         cfg.generation,
         n=cfg.selfplay.proposal_samples,
         seed=_seed(run, step, _PROPOSE_STAGE, *((draw,) if draw else ())),
         stop=ANSWER_STOP,
     )
-    params = replace(params, regex=proposal_regexes(cfg, [m[0] for m in meta]))
-    params = avoiding(params, cfg.generation, avoid)
+    regexes = proposal_regexes(cfg, [m[0] for m in meta])
+    params = avoiding(replace(params, regex=regexes), cfg.generation, avoid)
     proposed = []
     use_role(run, "propose")
     for group, ((task_type, refs, program), generation) in enumerate(

@@ -31,6 +31,7 @@ __all__ = [
     "format_task",
     "answer_format",
     "proposer_prompt",
+    "shown_programs",
     "shown_references",
 ]
 
@@ -179,6 +180,14 @@ def shown_references(
         and t.type != "math"
         and (t.type == "induction") == induction
     ]
+
+
+def shown_programs(task_type: str, references: Sequence[Task], roles: RolesConfig) -> list[str]:
+    """The programs a deduction or abduction proposer prompt shows (none for other types):
+    what a proposal is steered away from copying (`generation.avoid_reference_ngrams`)."""
+    if task_type not in ("deduction", "abduction"):
+        return []
+    return [t.program for t in shown_references(references, roles)]
 
 
 def _references(references: Sequence[Task], roles: RolesConfig, induction: bool) -> str:
