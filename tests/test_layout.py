@@ -67,16 +67,33 @@ def fixture_proposals() -> list[Proposal]:
     return [p for p in found if isinstance(p, Proposal)]
 
 
+def assigns_after_f(program: str) -> bool:
+    """Whether a top-level assignment follows `def f(` (test code: the layout refuses it)."""
+    lines = program.splitlines()
+    heads = [k for k, line in enumerate(lines) if line.startswith("def f(")]
+    return bool(heads) and any(
+        re.match(r"[A-Za-z_]\w*\s*(:[^=]*)?=", line) for line in lines[heads[0] + 1 :]
+    )
+
+
 def test_every_recorded_proposal_fits_its_layout():
+    """... but those with test code after `def f`, which the layout refuses on purpose."""
     proposals = fixture_proposals()
     assert len(proposals) >= 40
+    refused = 0
     for proposal in proposals:
         if proposal.type == "induction":  # the stage reads between these many inputs
             inputs = proposal.inputs[: ROLES.induction_inputs]
             if len(inputs) <= ROLES.induction_visible:
                 continue
             proposal = Proposal("induction", proposal.program, inputs, "hints at f")
+        if proposal.type != "induction" and assigns_after_f(proposal.program):
+            regex = proposal_regex(proposal.type, RolesConfig(think=False))
+            assert not re.fullmatch(regex, layout(proposal, think=False))
+            refused += 1
+            continue
         assert_fits(proposal)
+    assert refused < len(proposals) // 4
 
 
 def test_the_seed_programs_fit_their_layout():
@@ -121,6 +138,8 @@ def test_texts_the_layout_allows_parse(kind, text):
         ("deduction", f"Here is my puzzle.\n```python\n{PROGRAM}\n```"),  # prose, no call
         ("deduction", f"<answer>\n```python\n{PROGRAM}\n```\n</answer>"),  # no call
         ("deduction", f"<answer>\n```python\n{PROGRAM}\nprint(f([1]))\n```\n</answer>"),
+        # test code after `def f` (a proposal that loops on such lines never ends)
+        ("deduction", f"<answer>\n```python\n{PROGRAM}\nresult = f([1])\nf([1])\n```\n</answer>"),
         ("induction", "<answer>\n```python\nf([1])\nf([2])\n```\n</answer>"),  # too few
         ("deduction", f"<answer>\n```python\n{PROGRAM}\nf()\n```\n</answer>"),  # no input
         ("induction", "<answer>\n```python\nf([1])\nf( )\nf([2])\nf([3])\n```\n</answer>"),
@@ -129,6 +148,23 @@ def test_texts_the_layout_allows_parse(kind, text):
 )
 def test_the_layout_refuses_what_the_stage_cannot_use(kind, text):
     assert not re.fullmatch(proposal_regex(kind, RolesConfig(think=False)), text)
+
+
+def test_while_written_no_assignment_follows_def_f():
+    """Structured output keeps every prefix of the text one the expression could still
+    complete: once `def f(` is written, a top-level assignment (test code, on which proposals
+    looped past the token limit) is no longer such a prefix; before it, a constant is."""
+    regex_module = pytest.importorskip("regex")  # partial matches; a dependency of transformers
+    head = "<answer>\n```python\n"
+
+    def open_prefix(text: str) -> bool:
+        pattern = proposal_regex("deduction", RolesConfig(think=False))
+        return regex_module.fullmatch(pattern, head + text, partial=True) is not None
+
+    assert open_prefix("LIMIT = 3\ndef fold(x):\n    return x\nTABLE = {\n")
+    assert open_prefix("def f(x):\n    return g(x)\n\ndef g(x):\n    return x\n# the call\nf(")
+    assert not open_prefix("def f(x):\n    return x\n\nresult =")
+    assert not open_prefix("def g(x):\n    return x\ndef f(x):\n    return g(x)\nxs = [")
 
 
 def test_regexes_follow_the_config():

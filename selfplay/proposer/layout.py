@@ -7,9 +7,9 @@ the proposer is asked to think (`roles.think` and `roles.proposer_think`; at mos
 `think_chars` characters, so that thinking cannot use up the token budget the answer needs:
 `proposal_regexes` allows about half of `generation.max_new_tokens`), then `<answer>` holding
 
-deduction / abduction  one python block: definitions (imports, functions, classes, constants),
-                       among them `def f(`, then, as the last line, one call `f(...)` with
-                       arguments
+deduction / abduction  one python block: definitions (imports, functions, classes, and
+                       before `def f(` constants), among them `def f(`, then, as the last line,
+                       one call `f(...)` with arguments
 induction              one python block: an optional comment line (the message), then between
                        `induction_visible + 1` and `induction_inputs` calls `f(...)` with
                        arguments, one per line
@@ -32,23 +32,27 @@ __all__ = ["proposal_regex", "proposal_regexes", "program_regex", "think_limit"]
 
 CHARS_PER_TOKEN = 4  # about, in English and code, for the tokenizers of the models we use
 # A top-level line of a program without test code: a definition's first line, an indented or
-# blank line, a closing bracket of a multi-line constant, a constant's assignment, a comment.
-_PROGRAM_LINE = (
-    r"(?:(?:import|from|def|class|@)[^\n]*"
-    r"|[ \t][^\n]*"
-    r"|[\]})][^\n]*"
-    r"|[A-Za-z_][A-Za-z0-9_]*[ \t]*(?::[^\n=]*)?=[^\n]*"
-    r"|#[^\n]*"
-    r")?\n"
-)
+# blank line, a closing bracket of a multi-line constant, a comment, and before `def f` a
+# constant's assignment. After `def f` an assignment is test code (`result = f(...)`, then
+# `print_result = ...`): half of the proposals the coder wrote past the token limit looped on
+# such lines (docs/results.md), so there the next top-level line is a definition or the call.
+# Before it no line is `def f(` (else, while the text is written, `def f` could still be to
+# come and an assignment after it would be allowed).
+_OTHER_LINE = r"(?:import|from|class|@)[^\n]*|[ \t][^\n]*|[\]})][^\n]*|#[^\n]*"
+_DEF_LINE = r"def[^\n]*"
+_DEF_NOT_F = r"def(?:[^ \n][^\n]*| (?:[^f\n][^\n]*|f[^(\n][^\n]*)?)"  # not `def f(`
+_ASSIGNMENT_LINE = r"[A-Za-z_][A-Za-z0-9_]*[ \t]*(?::[^\n=]*)?=[^\n]*"
+_EARLIER_LINE = rf"(?:{_OTHER_LINE}|{_DEF_NOT_F}|{_ASSIGNMENT_LINE})?\n"
+_LATER_LINE = rf"(?:{_OTHER_LINE}|{_DEF_LINE})?\n"
 _CALL = r"f\([^) \t\n][^\n]*\)\n"  # with arguments: `f()` gives no input
 _OPEN = r"```python\n"
 _FENCE_END = r"```\n"
 
 
 def program_regex(definition: str) -> str:
-    """Program lines, one of which starts with `definition` (the head of `def f`)."""
-    return rf"(?:{_PROGRAM_LINE})*{definition}[^\n]*\n(?:{_PROGRAM_LINE})*"
+    """Program lines, the first of which to start with `def f(` starting with `definition`
+    (`def f(` or `def f()`); after it, no top-level assignment."""
+    return rf"(?:{_EARLIER_LINE})*{definition}[^\n]*\n(?:{_LATER_LINE})*"
 
 
 def proposal_regex(
