@@ -26,11 +26,11 @@ program has at least `roles.min_statements` statements (the validate stage refus
 Of the valid deduction and abduction tasks, as the store stage would judge them: `copies` (the
 canonical program of a reference its prompt showed, or a program that behaves as the
 reference's does, `behaviour_copies` of them, as `selfplay.new_work` judges it), `trivial`
-(`selfplay.trivial`: copying answers it, or its output does not move with its input),
-`repeats` (the canonical program of an earlier valid proposal of
-the same mode), `new` (the rest), and the shape of the new ones: `statements` (median, as
-`selfplay.proposer.complexity` counts them) and `loop_share`. One JSON line per mode and type;
-the last line is the summary.
+(`selfplay.trivial`: copying answers it, or its output does not move with its input;
+`trivial:<reason>` counts each reason apart), `repeats` (the canonical program of an earlier
+valid proposal of the same mode), `new` (the rest), and the shape of the new ones:
+`statements` (median, as `selfplay.proposer.complexity` counts them) and `loop_share`. One
+JSON line per mode and type; the last line is the summary.
 """
 
 from __future__ import annotations
@@ -162,6 +162,7 @@ def shape(executor, proposed, stock: bool = False, behaviour: bool = True) -> di
             counts["behaviour_copies"] += k in alike
         elif reason:
             counts["trivial"] += 1
+            counts[f"trivial:{reason}"] += 1
         elif canonical in seen:
             counts["repeats"] += 1
         else:
@@ -170,6 +171,7 @@ def shape(executor, proposed, stock: bool = False, behaviour: bool = True) -> di
             looped.append(bool(loops(task.program)))
         seen.add(canonical)
     out = {key: counts[key] for key in ("new", "copies", "behaviour_copies", "trivial", "repeats")}
+    out.update(sorted((key, n) for key, n in counts.items() if key.startswith("trivial:")))
     if tasks:
         out["no_new_work_share"] = round(1 - counts["new"] / len(tasks), 3)
     if sizes:

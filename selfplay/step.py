@@ -86,6 +86,12 @@ def step_metrics(
     # behaves alike (`new_work`)
     m["propose/renamed_share"] = _rate(valid, lambda pair: pair[0].no_new_work == "repeat:renamed")
     m["propose/alike_share"] = _rate(valid, lambda pair: pair[0].no_new_work == "repeat:behaviour")
+    # and why, by type: `propose/no_new_work/abduction/trivial:copy` counts the abductions its
+    # output given as the input solves (counts, so that a report can sum steps)
+    for s, _ in valid:
+        if s.no_new_work:
+            key = f"propose/no_new_work/{s.validated.proposed.task_type}/{s.no_new_work}"
+            m[key] = m.get(key, 0.0) + 1.0
     m["propose/solve_rate"] = _rate(valid, lambda pair: pair[1])
     m.update(_program_shape([s for s, _ in valid]))
     m["reward/rollouts"] = float(len(rollouts))

@@ -122,6 +122,14 @@ def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
     assert metrics["propose/trivial_share"] == pytest.approx(4 / 5)
     assert metrics["propose/duplicate_share"] == pytest.approx(4 / 5)
     assert metrics["propose/copy_share"] == metrics["propose/contaminated_share"] == 0
+    # each reason by type, counted
+    reasons = {k: v for k, v in metrics.items() if k.startswith("propose/no_new_work/")}
+    assert reasons == {
+        "propose/no_new_work/deduction/trivial:copy": 1,
+        "propose/no_new_work/abduction/trivial:copy": 1,
+        "propose/no_new_work/deduction/trivial:ignores_input": 1,
+        "propose/no_new_work/deduction/trivial:constant": 1,
+    }
 
     kept, _ = make_run(["selfplay.solver_tasks=1", "curriculum.keep_trivial=true"])
     stored, _, _, _ = one_step(kept, proposals[:4])
