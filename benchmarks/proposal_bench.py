@@ -27,7 +27,9 @@ Of the valid deduction and abduction tasks, as the store stage would judge them:
 canonical program of a reference its prompt showed, or a program that behaves as the
 reference's does, `behaviour_copies` of them, as `selfplay.new_work` judges it), `trivial`
 (`selfplay.trivial`: copying answers it, or its output does not move with its input;
-`trivial:<reason>` counts each reason apart), `repeats` (the canonical program of an earlier
+`trivial:<reason>` counts each reason apart; with `curriculum.retype_fixed_abductions` an
+abduction its output answers is judged as the deduction the store stage makes of it, `retyped`
+of them), `repeats` (the canonical program of an earlier
 valid proposal of the same mode), `new` (the rest), and the shape of the new ones:
 `statements` (median, as `selfplay.proposer.complexity` counts them) and `loop_share`. One
 JSON line per mode and type; the last line is the summary.
@@ -184,6 +186,7 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
     """Per task type: proposals, parsed, valid, truncated, and why the rest failed."""
     from selfplay.proposer import parse_proposal, task_from
     from selfplay.proposer.complexity import too_simple
+    from selfplay.trivial import deduction_twins
     from selfplay.types import WRITTEN_TYPES, ParseFailure
 
     roles = config.roles
@@ -217,10 +220,19 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
         counts[p.type]["valid"] += task is not None
         if task is not None:
             tasks[p.type].append((task, shown))
+    curriculum = config.curriculum
+    retype = curriculum.retype_fixed_abductions and not curriculum.keep_trivial
+    if retype and tasks.get("abduction"):
+        # as the store stage does (`new_work.retyped`): judged as the deduction of its program
+        twins = deduction_twins(executor, [task for task, _ in tasks["abduction"]])
+        counts["abduction"]["retyped"] = sum(twin is not None for twin in twins)
+        tasks["abduction"] = [
+            (twin or task, shown)
+            for (task, shown), twin in zip(tasks["abduction"], twins, strict=True)
+        ]
     out = {kind: dict(c) for kind, c in counts.items()}
     for kind in ("deduction", "abduction"):
         if kind in out:
-            curriculum = config.curriculum
             out[kind] |= shape(
                 executor, tasks[kind], curriculum.refuse_stock_inputs, curriculum.behaviour_copies
             )

@@ -10,6 +10,8 @@
     task_keys          the keys the pool finds those by: a task up to the names its program
                        binds (`canonical_key`), and without its program (`io_key`)
     duplicates         which proposals that entered the pool are repeats of its tasks
+    retyped            abductions that their output answers, made deductions where that is
+                       work (`curriculum.retype_fixed_abductions`), judged as such by the rest
     guessable          which abduction tasks a stock input solves: they enter the pool marked,
                        and `curriculum.guessable_weight` sets how often the solver draws them
 
@@ -23,7 +25,13 @@ from dataclasses import replace
 
 from selfplay.curriculum.records import content_hash
 from selfplay.proposer.canonical import canonical_program
-from selfplay.trivial import MIN_PROBES, probe_inputs, stock_solves, trivial_reasons
+from selfplay.trivial import (
+    MIN_PROBES,
+    deduction_twins,
+    probe_inputs,
+    stock_solves,
+    trivial_reasons,
+)
 from selfplay.types import WRITTEN_TYPES, Task, Validated
 
 __all__ = [
@@ -39,6 +47,7 @@ __all__ = [
     "io_key",
     "kept_out",
     "renamed_repeats",
+    "retyped",
     "task_keys",
 ]
 
@@ -46,6 +55,27 @@ __all__ = [
 ALIKE_CAP = 8
 #: failures that a limit caused (and a less busy machine might not have): no behaviour to compare
 _LIMITS = frozenset({"timeout", "memory", "crash:worker", "input:timeout", "input:memory"})
+
+
+def retyped(run, validated: tuple[Validated, ...]) -> tuple[Validated, ...]:
+    """The proposals with each valid abduction that its output, given back as the input,
+    answers made the deduction of its program and input where that is not trivial
+    (`trivial.deduction_twins`), under `curriculum.retype_fixed_abductions`; the rest as they
+    are. The proposal stays an abduction proposal (`Proposed.task_type`); its task, which the
+    store stage judges and pools, is the deduction."""
+    curriculum = run.config.curriculum
+    if not curriculum.retype_fixed_abductions or curriculum.keep_trivial:
+        return validated
+    asked = [k for k, v in enumerate(validated) if v.task and v.task.type == "abduction"]
+    if not asked:
+        return validated
+    tasks = [validated[k].task for k in asked]
+    twins = run.ranks.map(lambda part, _: deduction_twins(run.executor, part), tasks)
+    out = list(validated)
+    for k, twin in zip(asked, twins, strict=True):
+        if twin is not None:
+            out[k] = replace(validated[k], task=twin)
+    return tuple(out)
 
 
 def kept_out(run, validated: tuple[Validated, ...], step: int) -> dict[int, str]:

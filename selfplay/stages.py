@@ -46,12 +46,10 @@ from selfplay.engine import derive_seed, sampling
 from selfplay.engine.base import policy_logprobs
 from selfplay.engine.ngrams import avoiding
 from selfplay.extract import ANSWER_STOP
-from selfplay.proposer import build_task, parse_proposal, proposal_verdicts, proposer_prompt
+from selfplay.proposer import build_task, parse_proposal, proposal_verdicts
 from selfplay.proposer.complexity import brevity, too_simple
-from selfplay.proposer.induction import induction_programs
 from selfplay.proposer.layout import proposal_regexes
-from selfplay.proposer.prompts import shown_programs
-from selfplay.proposer.topics import prompt_topic
+from selfplay.proposer.requests import proposer_requests
 from selfplay.solver import parse_answer, reply, solver_prompt, solver_stop
 from selfplay.solver.examples import shown_answer, worked_examples
 from selfplay.solver.layout import answer_regexes
@@ -83,11 +81,6 @@ if TYPE_CHECKING:
 # generate, the update draws its mini-batches.
 _PROPOSE_STAGE, _ESTIMATE_STAGE, _TRAIN_STAGE, _UPDATE_STAGE = 0, 1, 2, 3
 
-# The pool draws of a step are seeded by (step, salt). The references of the k-th task type
-# use salt k; the programs that induction proposals write inputs for use 101 + k, and their
-# wider second draw 201 + k (`induction_programs`), so that no two draws share a seed.
-_PROGRAM_SALT = 101
-_DRAW = 1000  # the seeding's round r (`propose`'s draw) adds 1000 r to every salt
 # Salt of the solver prompts' layouts (`roles.solver_layouts`) among a stage's seeds.
 _LAYOUT_SALT = 401
 
@@ -101,70 +94,42 @@ def _seed(run: Run, step: int, stage: int, *more: int) -> int:
 
 
 def propose(run: Run, step: int, draw: int = 0) -> tuple[Proposed, ...]:
-    """The step's proposer prompts and their completions, parsed. `draw` r > 0, a seeding
-    round (`selfplay.self_seed`), gets its own generation seeds, topics and references."""
+    """The step's proposer prompts (`proposer_requests`) and their completions, parsed. `draw`
+    r > 0, a seeding round (`selfplay.self_seed`), gets its own generation seeds, topics and
+    references."""
     cfg = run.config
-    refuse_stock = cfg.curriculum.refuse_stock_inputs and not cfg.curriculum.keep_trivial
-    prompts, meta, avoid = [], [], []
-    for index, task_type in enumerate(cfg.selfplay.task_types):
-        salt, n = index + _DRAW * draw, cfg.selfplay.proposals
-        induction = task_type == "induction"
-        programs: list[str | None] = [None] * n
-        if induction:
-            given = induction_programs(
-                run.store, run.executor, cfg.curriculum, n, step, _PROGRAM_SALT + salt
-            )
-            if not given:
-                continue  # nothing to write inputs for yet
-            programs = [given[k % len(given)] for k in range(n)]
-        ref_types = [task_type] if task_type in ("induction", "math") else list(WRITTEN_TYPES)
-        references = run.store.references(n, step, types=ref_types, salt=salt)
-        for k in range(n):
-            refs = references[k] if k < len(references) else []
-            topic = prompt_topic(cfg, task_type, step, k + n * draw)  # on through the shuffle
-            prompts.append(
-                proposer_prompt(
-                    task_type,
-                    [r.task for r in refs],
-                    cfg.roles,
-                    programs[k],
-                    refuse_trivial=not cfg.curriculum.keep_trivial,
-                    topic=topic,
-                    refuse_stock=refuse_stock,
-                )
-            )
-            meta.append((task_type, tuple(r.id for r in refs), programs[k]))
-            avoid.append(shown_programs(task_type, [r.task for r in refs], cfg.roles))
+    requests = proposer_requests(run, step, draw)
     params = sampling(
         cfg.generation,
         n=cfg.selfplay.proposal_samples,
         seed=_seed(run, step, _PROPOSE_STAGE, *((draw,) if draw else ())),
         stop=ANSWER_STOP,
     )
-    regexes = proposal_regexes(cfg, [m[0] for m in meta])
-    params = avoiding(replace(params, regex=regexes), cfg.generation, avoid)
+    regexes = proposal_regexes(cfg, [r.task_type for r in requests])
+    params = avoiding(replace(params, regex=regexes), cfg.generation, [r.avoid for r in requests])
+    prompts = [r.prompt for r in requests]
     proposed = []
     use_role(run, "propose")
-    for group, ((task_type, refs, program), generation) in enumerate(
-        zip(meta, distributed.generate(run.ranks, run.engine, prompts, params), strict=True)
+    for group, (request, generation) in enumerate(
+        zip(requests, distributed.generate(run.ranks, run.engine, prompts, params), strict=True)
     ):
         for c in generation.completions:
             parsed = parse_proposal(
                 c.text,
-                task_type,
-                program=program,
+                request.task_type,
+                program=request.program,
                 min_inputs=cfg.roles.induction_visible + 1,
                 max_inputs=cfg.roles.induction_inputs,
                 truncated=c.cut,
             )
             proposed.append(
                 Proposed(
-                    task_type,
+                    request.task_type,
                     group,
                     generation.prompt_token_ids,
                     c.token_ids,
                     policy_logprobs(c, params),
-                    refs,
+                    request.references,
                     parsed,
                     c.finish_reason,
                 )
@@ -212,8 +177,11 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     What stays out of the pool is `new_work.kept_out`'s: copies of a reference shown (else
     the pool never leaves the seed: docs/results.md), benchmarks' programs, trivial tasks
     (which teach the solver to copy rather than trace), pooled tasks again in other words and
-    induction tasks that add nothing. An abduction task that enters is marked with whether a
-    stock input solves it (`new_work.guessable`, for `curriculum.guessable_weight`)."""
+    induction tasks that add nothing. An abduction that its output answers is judged and
+    pooled as a deduction where that is work (`new_work.retyped`). An abduction task that
+    enters is marked with whether a stock input solves it (`new_work.guessable`, for
+    `curriculum.guessable_weight`)."""
+    validated = new_work.retyped(run, validated)
     kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]
     placed = iter(())

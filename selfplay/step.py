@@ -77,6 +77,9 @@ def step_metrics(
     m["propose/proposals"] = float(len(stored))
     m["propose/valid"] = float(len(valid))
     m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
+    # abductions pooled as deductions (`curriculum.retype_fixed_abductions`)
+    retyped = [s for s, _ in valid if s.validated.task.type != s.validated.proposed.task_type]
+    m["propose/retyped"] = float(len(retyped))
     # every valid proposal that is no new work, and each kind apart (`types.NO_NEW_WORK`)
     m["propose/duplicate_share"] = _rate(valid, lambda pair: pair[0].duplicate)
     kinds = [s.no_new_work_kind for s, _ in valid]

@@ -25,6 +25,9 @@ A proposed task is trivial (`trivial_reasons`) when it is no work for a solver:
                    10, 'abc', [1, 2, 3], ['a', 'b', 'c'], ...). Refusing such tasks starved a
                    run's pool of abductions and did not keep its CRUXEval-I (docs/results.md)
 
+An abduction task its copy answer solves may still be a deduction task that is work: the same
+program and input, the output to predict (`deduction_twins`, `curriculum.retype_fixed_abductions`).
+
 The curriculum keeps trivial proposals out of the pool and pays them the duplicate penalty
 (`stages.store_tasks`). Every judgement runs in the sandbox (the executor): the trusted side
 only parses the literal inputs it already normalised to build the probe and stock inputs.
@@ -36,12 +39,14 @@ import ast
 import itertools
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from selfplay.types import Task
 
 __all__ = [
     "MIN_PROBES",
     "copy_solves",
+    "deduction_twins",
     "ignores_input",
     "literal_arguments",
     "probe_inputs",
@@ -88,6 +93,26 @@ def copy_solves(executor, tasks: Sequence[Task], inputs: str = "literal") -> lis
     for i, task in enumerate(tasks):
         if task.type in ("deduction", "induction"):
             out[i] = all(v == o for v, o in zip(values[i], task.outputs, strict=True))
+    return out
+
+
+def deduction_twins(executor, tasks: Sequence[Task]) -> list[Task | None]:
+    """Per task, for an abduction task that its copy answer solves (its output given back as
+    the input: f(output) == output, an idempotent `f`), the deduction of the same program and
+    input, unless that one's copy answer (the input given as the output) solves it too; else
+    None. Two executor calls for the whole batch. What the solver must do for such a deduction
+    is trace `f` on an input that it changes: the proposal, trivial as an abduction, is work as
+    a deduction (`curriculum.retype_fixed_abductions`)."""
+    fixed = [
+        i
+        for i, (t, copy) in enumerate(zip(tasks, copy_solves(executor, tasks), strict=True))
+        if copy and t.type == "abduction"
+    ]
+    twins = [replace(tasks[i], type="deduction") for i in fixed]
+    out: list[Task | None] = [None] * len(tasks)
+    copies = copy_solves(executor, twins) if twins else []
+    for i, twin, copy in zip(fixed, twins, copies, strict=True):
+        out[i] = None if copy else twin
     return out
 
 

@@ -3,11 +3,14 @@ the proposals that are no work for a solver, one kind per test."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from selfplay.trivial import (
     STOCK_INPUTS,
     copy_solves,
+    deduction_twins,
     ignores_input,
     literal_arguments,
     probe_inputs,
@@ -41,6 +44,21 @@ def test_the_copy_answer_of_input_prediction_is_the_output(executor):
         task(executor, "abduction", "def f(xs):\n    return len(xs)", "[1, 2]"),  # f(2) crashes
     ]
     assert copy_solves(executor, tasks) == [True, False, False]
+
+
+def test_an_abduction_its_output_answers_may_be_a_deduction_that_is_work(executor):
+    upper = "def f(s):\n    return s.upper()"
+    tasks = [
+        task(executor, "abduction", upper, "'cat'"),  # f('CAT') == 'CAT': predict 'CAT' instead
+        task(executor, "abduction", upper, "'CAT'"),  # as a deduction, the input answers it too
+        task(executor, "abduction", "def f(s):\n    return s + 'a'", "'cat'"),  # work as it is
+        task(executor, "deduction", upper, "'cat'"),  # not an abduction
+    ]
+    twins = deduction_twins(executor, tasks)
+    assert twins[1:] == [None, None, None]
+    assert twins[0] == dataclasses.replace(tasks[0], type="deduction")
+    assert (twins[0].input, twins[0].output) == ("'cat'", "'CAT'")
+    assert deduction_twins(executor, []) == []
 
 
 def test_benchmark_inputs_written_as_expressions(executor):

@@ -97,6 +97,14 @@ class CurriculumConfig(Checked):
         "guessing, not for working back from the output; off under keep_trivial. Measured "
         "off: it starved the pool of abductions and did not keep CRUXEval-I (docs/results.md)",
     )
+    retype_fixed_abductions: bool = knob(
+        False,
+        "an abduction proposal whose output, given back as the input, answers it (f(output) "
+        "== output: f sorts, cleans up or rounds, and leaves its own result unchanged) enters "
+        "the pool as the deduction of the same program and input, where that is not trivial in "
+        "its turn: the output is still work to trace (selfplay/trivial.py, `deduction_twins`); "
+        "off under keep_trivial. Off: such a proposal is trivial (`trivial:copy`)",
+    )
     guessable_weight: float = knob(
         1.0,
         "the solver draws an abduction task that a stock input solves (`tasks.guessable`, judged "

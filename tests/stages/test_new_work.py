@@ -137,6 +137,36 @@ def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
 
 
 @pytest.mark.parametrize("shares", [1, 2])
+def test_an_abduction_its_output_answers_enters_as_a_deduction_when_asked(make_run, shares):
+    """With `curriculum.retype_fixed_abductions` an abduction that its output answers (an
+    idempotent f) is pooled as the deduction of its program and input, judged as such; one
+    that is trivial as a deduction too stays out. Split across ranks, each keeps its own."""
+    upper = "def f(s):\n    t = s.strip()\n    return t.upper()"
+    for overrides, expected in [
+        (["curriculum.retype_fixed_abductions=true"], ["", "trivial:copy", "", ""]),
+        ([], ["trivial:copy", "trivial:copy", "", ""]),
+    ]:
+        run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
+        run = dataclasses.replace(run, ranks=Ranks(shares=shares))
+        proposals = [
+            proposed(0, "abduction", upper, "' cat'"),  # 'CAT' again gives 'CAT'
+            proposed(1, "abduction", upper, "'DOG'"),  # and as a deduction 'DOG' gives 'DOG'
+            proposed(2, "abduction", TRIPLE, "37"),
+            proposed(3, "deduction", upper, "'owl'"),
+        ]
+        stored, _, _, metrics = one_step(run, proposals)
+        assert [s.no_new_work for s in stored] == expected
+        types = [s.validated.task.type for s in stored]
+        retyped = expected[0] == ""
+        assert types == ["deduction" if retyped else "abduction", "abduction"] + types[2:]
+        assert metrics["propose/retyped"] == float(retyped)
+        if retyped:  # in the pool as a deduction, the proposal still an abduction's
+            [row] = run.store.get([stored[0].task_id])
+            assert row.task.type == "deduction" and row.task.output == "'CAT'"
+            assert stored[0].validated.proposed.task_type == "abduction"
+
+
+@pytest.mark.parametrize("shares", [1, 2])
 def test_a_guessable_abduction_stays_out_of_the_pool_when_asked(make_run, shares):
     """With `curriculum.refuse_stock_inputs` an abduction task that a stock input solves is
     trivial (`trivial:stock_input`): the duplicate penalty, no pool; by default it is new work,
