@@ -66,6 +66,7 @@ _RATE = re.compile(r"^propose/(?P<rate>parse_rate|valid_rate)/(?P<kind>\w+)$")
 _WASTE = ("propose/duplicate_share", "propose/trivial_share", "propose/contaminated_share")
 _SHAPE = ("propose/statements", "propose/loop_share")  # of the valid written programs
 _SETTLED = 5  # the first steps of a zero-data run propose from the seed alone
+_REASON_PREFIX = "propose/no_new_work/"
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,16 @@ def _no_new_work(rows: list[dict]) -> dict:
     out: dict = {"steps": [rows[0]["step"], rows[-1]["step"]] if rows else [], "valid": valid}
     for name, (count, weight) in no_new_work_counts(rows).items():
         out["all" if name == "no_new_work" else name] = round(count / weight, 4) if weight else None
+    # by task type and reason, where the run logged them (`propose/no_new_work/<type>/<why>`)
+    reasons: dict[str, float] = defaultdict(float)
+    for r in rows:
+        for key, value in r.items():
+            if key.startswith(_REASON_PREFIX):
+                reasons[key.removeprefix(_REASON_PREFIX)] += value
+    if reasons:
+        out["reasons"] = {k: int(v) for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])}
+    if any("propose/retyped" in r for r in rows):
+        out["retyped"] = int(sum(r.get("propose/retyped", 0) for r in rows))
     return out
 
 

@@ -120,6 +120,10 @@ def _render_proposals(proposals: dict) -> list[str]:
             f"  no new work, steps {waste['steps'][0]}-{waste['steps'][1]}: {_num(waste['all'])} "
             f"of {int(waste['valid'])} valid proposals ({kinds})"
         )
+    if reasons := waste.get("reasons"):
+        lines.append("  by type and reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
+    if waste.get("retyped") is not None:
+        lines.append(f"  abductions pooled as deductions: {waste['retyped']}")
     return lines
 
 
