@@ -77,7 +77,8 @@ def step_metrics(
     m["propose/proposals"] = float(len(stored))
     m["propose/valid"] = float(len(valid))
     m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
-    # abductions pooled as deductions (`curriculum.retype_fixed_abductions`)
+    # abductions judged as deductions (`curriculum.retype_fixed_abductions`), then new work
+    # or not as such
     retyped = [s for s, _ in valid if s.validated.task.type != s.validated.proposed.task_type]
     m["propose/retyped"] = float(len(retyped))
     # every valid proposal that is no new work, and each kind apart (`types.NO_NEW_WORK`)

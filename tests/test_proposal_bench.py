@@ -85,3 +85,28 @@ def test_a_program_below_the_floor_is_not_valid(executor, tmp_path):
     assert len(script.saved_completions(hashed, "constrained", requests)) == 2
     with pytest.raises(SystemExit, match="written for other prompts"):
         script.saved_completions(hashed, "constrained", requests[::-1])
+
+
+def test_trivial_reasons_and_retyped_abductions_are_counted_as_the_store_stage_judges(executor):
+    """Each trivial reason counts apart; under `curriculum.retype_fixed_abductions` an
+    abduction its output answers is judged as its deduction (`new_work.retyped`)."""
+    from selfplay import config as config_module
+    from selfplay.engine.base import Completion
+
+    script = _script()
+    upper = "def f(s):\n    t = s.strip()\n    return t.upper()"
+    same = "def f(s):\n    t = s.strip()\n    return t"
+    texts = [(upper, "' cat'"), (same, "'dog'")]  # f(output) == output; as a deduction, 'dog'
+    requests = [("abduction", None, chat(f"puzzle {k}"), []) for k in range(len(texts))]
+    completions = [
+        Completion(
+            f"<answer>\n```python\n{p}\n\nf({g})\n```\n</answer>", (1,) * 8, (0.0,) * 8, "stop"
+        )
+        for p, g in texts
+    ]
+    plain = script.judge(config_module.load(None, []), executor, requests, completions)
+    assert plain["abduction"]["trivial"] == plain["abduction"]["trivial:copy"] == 2
+    assert "retyped" not in plain["abduction"] and plain["abduction"]["new"] == 0
+    asked = config_module.load(None, ["curriculum.retype_fixed_abductions=true"])
+    retyped = script.judge(asked, executor, requests, completions)["abduction"]
+    assert retyped["retyped"] == 1 and retyped["new"] == 1 and retyped["trivial:copy"] == 1

@@ -123,7 +123,7 @@ def _render_proposals(proposals: dict) -> list[str]:
     if reasons := waste.get("reasons"):
         lines.append("  by type and reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
     if waste.get("retyped") is not None:
-        lines.append(f"  abductions pooled as deductions: {waste['retyped']}")
+        lines.append(f"  abductions judged as deductions: {waste['retyped']}")
     return lines
 
 

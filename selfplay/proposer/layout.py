@@ -38,9 +38,12 @@ CHARS_PER_TOKEN = 4  # about, in English and code, for the tokenizers of the mod
 # such lines (docs/results.md), so there the next top-level line is a definition or the call.
 # Before it no line is `def f(` (else, while the text is written, `def f` could still be to
 # come and an assignment after it would be allowed).
-_OTHER_LINE = r"(?:import|from|class|@)[^\n]*|[ \t][^\n]*|[\]})][^\n]*|#[^\n]*"
-_DEF_LINE = r"def[^\n]*"
-_DEF_NOT_F = r"def(?:[^ \n][^\n]*| (?:[^f\n][^\n]*|f[^(\n][^\n]*)?)"  # not `def f(`
+# (a keyword and a space: `imported = f(1)` is an assignment; no `;` after an import)
+_OTHER_LINE = (
+    r"(?:import|from)[ \t][^\n;]*|class[ \t][^\n]*|@[^\n]*|[ \t][^\n]*|[\]})][^\n]*|#[^\n]*"
+)
+_DEF_LINE = r"def[ \t][^\n]*"
+_DEF_NOT_F = r"def[ \t]+(?:[^f \t\n][^\n]*|f[A-Za-z0-9_][^\n]*)"  # not `def f(` (nor `def f (`)
 _ASSIGNMENT_LINE = r"[A-Za-z_][A-Za-z0-9_]*[ \t]*(?::[^\n=]*)?=[^\n]*"
 _EARLIER_LINE = rf"(?:{_OTHER_LINE}|{_DEF_NOT_F}|{_ASSIGNMENT_LINE})?\n"
 _LATER_LINE = rf"(?:{_OTHER_LINE}|{_DEF_LINE})?\n"

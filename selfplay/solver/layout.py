@@ -8,7 +8,8 @@ deduction   one line, a Python literal: a string in quotes (the whole line), or 
             begins like a literal (a number, a bracket, True, False, None, set( or frozenset()
 abduction   one line of arguments, literals only (as the prompt asks), so the line begins
             like one
-induction   one python block of definitions, among them `def f(`
+induction   one python block of definitions, among them `def f(` (after it no top-level
+            assignment: `selfplay.proposer.layout.program_regex`)
 math        an answer section that holds a closed `\\boxed{...}`
 assert      (the `assert` layout of deduction and abduction) one line, `assert f(...) == ...`
 

@@ -467,7 +467,7 @@ def test_the_report_sums_no_new_work_by_type_and_reason_from_step_5(tmp_path, ca
     assert main(["report", str(tmp_path), "--no-figures"]) == 0
     out = capsys.readouterr().out
     assert "by type and reason: abduction/trivial:copy 3, deduction/copy:behaviour 2" in out
-    assert "abductions pooled as deductions: 3" in out
+    assert "abductions judged as deductions: 3" in out
 
 
 def test_the_report_shows_how_long_the_proposed_programs_are_early_and_late(tmp_path, capsys):

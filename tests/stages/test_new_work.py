@@ -139,31 +139,39 @@ def test_trivial_proposals_stay_out_of_the_pool_as_duplicates(make_run):
 @pytest.mark.parametrize("shares", [1, 2])
 def test_an_abduction_its_output_answers_enters_as_a_deduction_when_asked(make_run, shares):
     """With `curriculum.retype_fixed_abductions` an abduction that its output answers (an
-    idempotent f) is pooled as the deduction of its program and input, judged as such; one
-    that is trivial as a deduction too stays out. Split across ranks, each keeps its own."""
+    idempotent f) is judged and pooled as the deduction of its program and input: new work,
+    or trivial as a deduction in its own way; one that its input answers as a deduction stays
+    an abduction (`trivial:copy`). Off, or under `curriculum.keep_trivial`, nothing is retyped.
+    Split across two shares, each keeps its own verdict."""
     upper = "def f(s):\n    t = s.strip()\n    return t.upper()"
-    for overrides, expected in [
-        (["curriculum.retype_fixed_abductions=true"], ["", "trivial:copy", "", ""]),
-        ([], ["trivial:copy", "trivial:copy", "", ""]),
+    constant = "def f(s):\n    t = s\n    return 'x'"  # f('x') == 'x', and no input moves it
+    retype = "curriculum.retype_fixed_abductions=true"
+    on = ["", "trivial:copy", "trivial:constant", "", ""]
+    off = ["trivial:copy", "trivial:copy", "trivial:copy", "", ""]
+    for overrides, expected, retyped in [
+        ([retype], on, [True, False, True, False, False]),
+        ([], off, [False] * 5),
+        ([retype, "curriculum.keep_trivial=true"], [""] * 5, [False] * 5),
     ]:
         run, seed_id = make_run(["selfplay.solver_tasks=1", *overrides])
         run = dataclasses.replace(run, ranks=Ranks(shares=shares))
         proposals = [
             proposed(0, "abduction", upper, "' cat'"),  # 'CAT' again gives 'CAT'
             proposed(1, "abduction", upper, "'DOG'"),  # and as a deduction 'DOG' gives 'DOG'
-            proposed(2, "abduction", TRIPLE, "37"),
-            proposed(3, "deduction", upper, "'owl'"),
+            proposed(2, "abduction", constant, "'a'"),
+            proposed(3, "abduction", TRIPLE, "37"),
+            proposed(4, "deduction", upper, "'owl'"),
         ]
         stored, _, _, metrics = one_step(run, proposals)
         assert [s.no_new_work for s in stored] == expected
-        types = [s.validated.task.type for s in stored]
-        retyped = expected[0] == ""
-        assert types == ["deduction" if retyped else "abduction", "abduction"] + types[2:]
-        assert metrics["propose/retyped"] == float(retyped)
-        if retyped:  # in the pool as a deduction, the proposal still an abduction's
+        asked = [s.validated.proposed.task_type for s in stored]
+        assert asked == ["abduction"] * 4 + ["deduction"]  # what the proposer was asked
+        pooled_as = [s.validated.task.type for s in stored]
+        assert [t != a for t, a in zip(pooled_as, asked, strict=True)] == retyped
+        assert metrics["propose/retyped"] == sum(retyped)
+        if retyped[0]:  # in the pool as a deduction
             [row] = run.store.get([stored[0].task_id])
             assert row.task.type == "deduction" and row.task.output == "'CAT'"
-            assert stored[0].validated.proposed.task_type == "abduction"
 
 
 @pytest.mark.parametrize("shares", [1, 2])
