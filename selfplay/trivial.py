@@ -100,9 +100,9 @@ def deduction_twins(executor, tasks: Sequence[Task]) -> list[Task | None]:
     """Per task, for an abduction task that its copy answer solves (its output given back as
     the input: f(output) == output, an idempotent `f`), the deduction of the same program and
     input, unless that one's copy answer (the input given as the output) solves it too; else
-    None. Up to four executor calls for the whole batch. What the solver must do for such a deduction
-    is trace `f` on an input that it changes: the proposal, trivial as an abduction, is work as
-    a deduction (`curriculum.retype_fixed_abductions`)."""
+    None. Up to four executor calls for the whole batch. What the solver must do for such a
+    deduction is trace `f` on an input that it changes: the proposal, trivial as an
+    abduction, is work as a deduction (`curriculum.retype_fixed_abductions`)."""
     fixed = [
         i
         for i, (t, copy) in enumerate(zip(tasks, copy_solves(executor, tasks), strict=True))
