@@ -6,16 +6,12 @@ programs its proposal is steered away from (`generation.avoid_reference_ngrams`)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from selfplay.engine.base import Chat
 from selfplay.proposer.induction import induction_programs
 from selfplay.proposer.prompts import proposer_prompt, shown_programs
 from selfplay.proposer.topics import prompt_topic
 from selfplay.types import WRITTEN_TYPES, TaskType
-
-if TYPE_CHECKING:
-    from selfplay.runs import Run
 
 __all__ = ["DRAW", "PROGRAM_SALT", "Request", "proposer_requests"]
 
@@ -37,8 +33,9 @@ class Request:
     avoid: list[str]  # the shown references' programs, steered away from
 
 
-def proposer_requests(run: Run, step: int, draw: int = 0) -> list[Request]:
-    """The step's proposer prompts, in task-type order. `draw` r > 0, a seeding round
+def proposer_requests(run, step: int, draw: int = 0) -> list[Request]:
+    """The step's proposer prompts, in task-type order, for the run (`runs.Run`, not imported:
+    the packages below the runs' do not import them). `draw` r > 0, a seeding round
     (`selfplay.self_seed`), gets its own topics and references. An induction type gets none
     while the pool has no program to write inputs for."""
     cfg = run.config
