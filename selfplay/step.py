@@ -79,8 +79,8 @@ def step_metrics(
     m["propose/new_tasks"] = float(sum(s.added for s, _ in valid))
     # abductions judged as deductions (`curriculum.retype_fixed_abductions`), then new work
     # or not as such
-    retyped = [s for s, _ in valid if s.validated.task.type != s.validated.proposed.task_type]
-    m["propose/retyped"] = float(len(retyped))
+    retyped = sum(s.validated.task.type != s.validated.proposed.task_type for s, _ in valid)
+    m["propose/retyped"] = float(retyped)
     # every valid proposal that is no new work, and each kind apart (`types.NO_NEW_WORK`)
     m["propose/duplicate_share"] = _rate(valid, lambda pair: pair[0].duplicate)
     kinds = [s.no_new_work_kind for s, _ in valid]

@@ -103,11 +103,9 @@ def deduction_twins(executor, tasks: Sequence[Task]) -> list[Task | None]:
     None. Up to four executor calls for the whole batch. What the solver must do for such a
     deduction is trace `f` on an input that it changes: the proposal, trivial as an
     abduction, is work as a deduction (`curriculum.retype_fixed_abductions`)."""
-    fixed = [
-        i
-        for i, (t, copy) in enumerate(zip(tasks, copy_solves(executor, tasks), strict=True))
-        if copy and t.type == "abduction"
-    ]
+    asked = [i for i, t in enumerate(tasks) if t.type == "abduction"]  # only these are run
+    solved = copy_solves(executor, [tasks[i] for i in asked]) if asked else []
+    fixed = [i for i, copy in zip(asked, solved, strict=True) if copy]
     twins = [replace(tasks[i], type="deduction") for i in fixed]
     out: list[Task | None] = [None] * len(tasks)
     copies = copy_solves(executor, twins) if twins else []

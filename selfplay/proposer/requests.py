@@ -13,13 +13,13 @@ from selfplay.proposer.prompts import proposer_prompt, shown_programs
 from selfplay.proposer.topics import prompt_topic
 from selfplay.types import WRITTEN_TYPES, TaskType
 
-__all__ = ["DRAW", "PROGRAM_SALT", "Request", "proposer_requests"]
+__all__ = ["Request", "proposer_requests"]
 
 # The pool draws of a step are seeded by (step, salt). The references of the k-th task type
 # use salt k; the programs that induction proposals write inputs for use 101 + k, and their
 # wider second draw 201 + k (`induction_programs`), so that no two draws share a seed.
-PROGRAM_SALT = 101
-DRAW = 1000  # the seeding's round r (`proposer_requests`' draw) adds 1000 r to every salt
+_PROGRAM_SALT = 101
+_DRAW = 1000  # the seeding's round r (`proposer_requests`' draw) adds 1000 r to every salt
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,11 @@ def proposer_requests(run, step: int, draw: int = 0) -> list[Request]:
     refuse_stock = cfg.curriculum.refuse_stock_inputs and not cfg.curriculum.keep_trivial
     requests = []
     for index, task_type in enumerate(cfg.selfplay.task_types):
-        salt, n = index + DRAW * draw, cfg.selfplay.proposals
+        salt, n = index + _DRAW * draw, cfg.selfplay.proposals
         programs: list[str | None] = [None] * n
         if task_type == "induction":
             given = induction_programs(
-                run.store, run.executor, cfg.curriculum, n, step, PROGRAM_SALT + salt
+                run.store, run.executor, cfg.curriculum, n, step, _PROGRAM_SALT + salt
             )
             if not given:
                 continue  # nothing to write inputs for yet
