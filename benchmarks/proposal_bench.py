@@ -29,8 +29,10 @@ reference's does, `behaviour_copies` of them, as `selfplay.new_work` judges it),
 (`selfplay.trivial`: copying answers it, or its output does not move with its input;
 `trivial:<reason>` counts each reason apart; with `curriculum.retype_fixed_abductions` an
 abduction its output answers is judged as the deduction the store stage makes of it, `retyped`
-of them), `repeats` (the canonical program of an earlier
-valid proposal of the same mode), `new` (the rest), and the shape of the new ones:
+of them, and with `curriculum.reinput_trivial` a task that is a copy or constant at its input
+at the other input the store stage gives it, `reinput` of them), `repeats` (the canonical
+program of an earlier valid proposal of the same mode), `new` (the rest), and the shape of the
+new ones:
 `statements` (median, as `selfplay.proposer.complexity` counts them) and `loop_share`. One
 JSON line per mode and type; the last line is the summary.
 """
@@ -184,9 +186,12 @@ def shape(executor, proposed, stock: bool = False, behaviour: bool = True) -> di
 
 def judge(config, executor, requests, completions) -> dict[str, dict]:
     """Per task type: proposals, parsed, valid, truncated, and why the rest failed."""
+    from types import SimpleNamespace
+
+    from selfplay.distributed import Ranks
+    from selfplay.new_work import replacements
     from selfplay.proposer import parse_proposal, task_from
     from selfplay.proposer.complexity import too_simple
-    from selfplay.trivial import deduction_twins
     from selfplay.types import WRITTEN_TYPES, ParseFailure
 
     roles = config.roles
@@ -221,15 +226,22 @@ def judge(config, executor, requests, completions) -> dict[str, dict]:
         if task is not None:
             tasks[p.type].append((task, shown))
     curriculum = config.curriculum
-    retype = curriculum.retype_fixed_abductions and not curriculum.keep_trivial
-    if retype and tasks.get("abduction"):
-        # as the store stage does (`new_work.retyped`): judged as the deduction of its program
-        twins = deduction_twins(executor, [task for task, _ in tasks["abduction"]])
-        counts["abduction"]["retyped"] = sum(twin is not None for twin in twins)
-        tasks["abduction"] = [
-            (twin or task, shown)
-            for (task, shown), twin in zip(tasks["abduction"], twins, strict=True)
-        ]
+    repairs = not curriculum.keep_trivial
+    for kind in ("deduction", "abduction"):
+        if tasks.get(kind) and repairs:
+            # as the store stage does (`new_work.replacements`): an abduction its output answers
+            # judged as its deduction, a task trivial at its input at another input
+            given = [task for task, _ in tasks[kind]]
+            run = SimpleNamespace(config=config, ranks=Ranks(), executor=executor)
+            judged = replacements(run, given)
+            changed = [
+                (t.type != g.type, t.inputs != g.inputs) for t, g in zip(judged, given, strict=True)
+            ]
+            if curriculum.retype_fixed_abductions and kind == "abduction":
+                counts[kind]["retyped"] = sum(retyped for retyped, _ in changed)
+            if curriculum.reinput_trivial:
+                counts[kind]["reinput"] = sum(moved for _, moved in changed)
+            tasks[kind] = [(t, shown) for t, (_, shown) in zip(judged, tasks[kind], strict=True)]
     out = {kind: dict(c) for kind, c in counts.items()}
     for kind in ("deduction", "abduction"):
         if kind in out:

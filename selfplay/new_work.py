@@ -10,8 +10,10 @@
     task_keys          the keys the pool finds those by: a task up to the names its program
                        binds (`canonical_key`), and without its program (`io_key`)
     duplicates         which proposals that entered the pool are repeats of its tasks
-    retyped            abductions that their output answers, made deductions where that is
-                       work (`curriculum.retype_fixed_abductions`), judged as such by the rest
+    replacements       the task judged and pooled in a valid one's place: an abduction that its
+                       output answers made a deduction (`curriculum.retype_fixed_abductions`),
+                       a task trivial at its input given another input like it where it is
+                       not (`curriculum.reinput_trivial`); `repaired` applies them to proposals
     guessable          which abduction tasks a stock input solves: they enter the pool marked,
                        and `curriculum.guessable_weight` sets how often the solver draws them
 
@@ -28,11 +30,12 @@ from selfplay.proposer.canonical import canonical_program
 from selfplay.trivial import (
     MIN_PROBES,
     deduction_twins,
+    input_twins,
     probe_inputs,
     stock_solves,
     trivial_reasons,
 )
-from selfplay.types import WRITTEN_TYPES, Task, Validated
+from selfplay.types import WRITTEN_TYPES, Task, Validated, Verdict
 
 __all__ = [
     "ALIKE_CAP",
@@ -47,7 +50,8 @@ __all__ = [
     "io_key",
     "kept_out",
     "renamed_repeats",
-    "retyped",
+    "repaired",
+    "replacements",
     "task_keys",
 ]
 
@@ -57,24 +61,55 @@ ALIKE_CAP = 8
 _LIMITS = frozenset({"timeout", "memory", "crash:worker", "input:timeout", "input:memory"})
 
 
-def retyped(run, validated: tuple[Validated, ...]) -> tuple[Validated, ...]:
-    """The proposals with each valid abduction that its output, given back as the input,
-    answers made the deduction of its program and input where that is not trivial
-    (`trivial.deduction_twins`), under `curriculum.retype_fixed_abductions`; the rest as they
-    are. The proposal stays an abduction proposal (`Proposed.task_type`); its task, which the
-    store stage judges and pools, is the deduction."""
+def replacements(run, tasks: list[Task]) -> list[Task]:
+    """Per valid task, the task the store stage judges and pools in its place: the task
+    itself, or, under `curriculum.retype_fixed_abductions`, for an abduction that its output
+    given back as the input answers, the deduction of its program and input where that is not
+    trivial (`trivial.deduction_twins`); then, under `curriculum.reinput_trivial`, for a
+    deduction or abduction that is a copy or constant at its input, the same program on the
+    first input like it at which it is not (`trivial.input_twins`; under both knobs, an
+    abduction that no input makes work as one, as a deduction at those inputs). Neither under
+    `curriculum.keep_trivial`. The proposal benchmark judges its proposals with this too."""
     curriculum = run.config.curriculum
-    if not curriculum.retype_fixed_abductions or curriculum.keep_trivial:
-        return validated
-    asked = [k for k, v in enumerate(validated) if v.task and v.task.type == "abduction"]
-    if not asked:
-        return validated
-    tasks = [validated[k].task for k in asked]
-    twins = run.ranks.map(lambda part, _: deduction_twins(run.executor, part), tasks)
+    out = list(tasks)
+    if curriculum.keep_trivial:
+        return out
+    if curriculum.retype_fixed_abductions:
+        asked = [i for i, t in enumerate(out) if t.type == "abduction"]
+        part = [out[i] for i in asked]
+        twins = run.ranks.map(lambda chunk, _: deduction_twins(run.executor, chunk), part)
+        for i, twin in zip(asked, twins, strict=True):
+            out[i] = twin or out[i]
+    if curriculum.reinput_trivial:
+        stock = curriculum.refuse_stock_inputs
+
+        def moved(chunk: list[Task], _) -> list[Task | None]:
+            reasons = trivial_reasons(run.executor, chunk, stock=stock)
+            retype = curriculum.retype_fixed_abductions
+            return input_twins(run.executor, chunk, reasons, stock=stock, as_deductions=retype)
+
+        asked = [i for i, t in enumerate(out) if t.type in WRITTEN_TYPES]
+        twins = run.ranks.map(moved, [out[i] for i in asked])
+        for i, twin in zip(asked, twins, strict=True):
+            out[i] = twin or out[i]
+    return out
+
+
+def repaired(run, validated: tuple[Validated, ...]) -> tuple[Validated, ...]:
+    """The proposals with each valid task replaced by the one the store stage judges and pools
+    in its place (`replacements`). The proposal stays what it was (`Proposed.task_type`); a
+    task given another input carries that input's run as its verdicts and is marked `reinput`.
+    A task that stays trivial is `kept_out`'s, as without the knobs."""
+    asked = [k for k, v in enumerate(validated) if v.task is not None]
+    tasks = replacements(run, [validated[k].task for k in asked])
     out = list(validated)
-    for k, twin in zip(asked, twins, strict=True):
-        if twin is not None:
-            out[k] = replace(validated[k], task=twin)
+    for k, task in zip(asked, tasks, strict=True):
+        given = validated[k].task
+        if task.inputs != given.inputs:
+            ran = Verdict(True, output=task.output, input=task.input, cpu_s=task.cpu_s)
+            out[k] = replace(validated[k], verdicts=(ran,), task=task, reinput=True)
+        elif task != given:
+            out[k] = replace(validated[k], task=task)
     return tuple(out)
 
 

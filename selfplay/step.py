@@ -81,6 +81,8 @@ def step_metrics(
     # or not as such
     retyped = sum(s.validated.task.type != s.validated.proposed.task_type for s, _ in valid)
     m["propose/retyped"] = float(retyped)
+    # tasks given another input, at which they are not trivial (`curriculum.reinput_trivial`)
+    m["propose/reinput"] = float(sum(s.validated.reinput for s, _ in valid))
     # every valid proposal that is no new work, and each kind apart (`types.NO_NEW_WORK`)
     m["propose/duplicate_share"] = _rate(valid, lambda pair: pair[0].duplicate)
     kinds = [s.no_new_work_kind for s, _ in valid]

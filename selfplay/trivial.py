@@ -27,6 +27,8 @@ A proposed task is trivial (`trivial_reasons`) when it is no work for a solver:
 
 An abduction task its copy answer solves may still be a deduction task that is work: the same
 program and input, the output to predict (`deduction_twins`, `curriculum.retype_fixed_abductions`).
+A task that is a copy or constant at its input may be work at another input like it: a probe
+input or a stock one (`input_twins`, `curriculum.reinput_trivial`).
 
 The curriculum keeps trivial proposals out of the pool and pays them the duplicate penalty
 (`stages.store_tasks`). Every judgement runs in the sandbox (the executor): the trusted side
@@ -48,6 +50,7 @@ __all__ = [
     "copy_solves",
     "deduction_twins",
     "ignores_input",
+    "input_twins",
     "literal_arguments",
     "probe_inputs",
     "stock_inputs",
@@ -65,6 +68,9 @@ _ONE_ARGUMENT = (
 PROBES = 6  # probe inputs run per deduction or abduction task
 MIN_PROBES = 2  # a task is constant only if at least this many probes ran
 STOCK_INPUTS = 48  # most stock inputs run per abduction task
+OTHER_INPUTS = 12  # most other inputs tried per task that is trivial at its own (`input_twins`)
+#: the reasons another input can take away (`input_twins`): not a program that ignores its input
+INPUT_REASONS = frozenset({"copy", "constant"})
 
 # Common values of each type: what a solver that does not read a task's output would answer.
 _STOCK: dict[type, tuple] = {
@@ -112,6 +118,59 @@ def deduction_twins(executor, tasks: Sequence[Task]) -> list[Task | None]:
     for i, twin, copy in zip(fixed, twins, copies, strict=True):
         out[i] = None if copy else twin
     return out
+
+
+def input_twins(
+    executor,
+    tasks: Sequence[Task],
+    reasons: Sequence[str],
+    stock: bool = False,
+    as_deductions: bool = False,
+) -> list[Task | None]:
+    """Per task, for a deduction or abduction task trivial at its input for a reason another
+    input can take away (`reasons[i]`, from `trivial_reasons`, in `INPUT_REASONS`: a copy, a
+    constant output), the same program on the first other input at which it is not trivial;
+    else None. The inputs tried, at most `OTHER_INPUTS`, are the task's probe inputs (each
+    one argument away from its own, `probe_inputs`) and then its stock inputs (common values
+    of the same types, `stock_inputs`); the new output is the sandbox's run of the program, as
+    a proposal's is. `f(x) == x` for the x proposed but not for x + 1, or a branch that returns
+    the same value near x and another value for other lists, is work to trace at another
+    input. An idempotent `f` (`abs`, `sorted`) stays trivial as an abduction at every input;
+    with `as_deductions` an abduction that is so at every other input is tried as the
+    deduction of its program at them next (`x % 2` proposed on 0: the deduction on -2).
+    Three executor calls for the batch (four with `stock`, which judges as `trivial_reasons`)."""
+    asked = [
+        (i, _other_inputs(t.input))
+        for i, (t, why) in enumerate(zip(tasks, reasons, strict=True))
+        if t.type in ("deduction", "abduction") and why in INPUT_REASONS
+    ]
+    cases = [(tasks[i].program, text) for i, others in asked for text in others]
+    verdicts = iter(executor.validate(cases) if cases else [])
+    candidates: list[tuple[int, Task]] = []
+    for i, others in asked:
+        ran = [v for v in [next(verdicts) for _ in others] if v.ok]
+        mine = [
+            replace(tasks[i], inputs=(v.input,), outputs=(v.output,), cpu_s=v.cpu_s) for v in ran
+        ]
+        if as_deductions and tasks[i].type == "abduction":
+            mine += [replace(t, type="deduction") for t in mine]
+        candidates += [(i, t) for t in mine]
+    judged = trivial_reasons(executor, [t for _, t in candidates], stock) if candidates else []
+    out: list[Task | None] = [None] * len(tasks)
+    for (i, other), why in zip(candidates, judged, strict=True):
+        if not why and out[i] is None:
+            out[i] = other
+    return out
+
+
+def _other_inputs(text: str) -> list[str]:
+    """The inputs `input_twins` tries for a task with input `text`: its probe inputs, then its
+    stock inputs, each once and none the input itself, at most `OTHER_INPUTS`; only inputs
+    with `MIN_PROBES` probe inputs of their own, so that each is judged (`[]` has one: a
+    task on it could not be found constant)."""
+    others = dict.fromkeys(probe_inputs(text) + stock_inputs(text))
+    judged = [t for t in others if t != text and len(probe_inputs(t)) >= MIN_PROBES]
+    return judged[:OTHER_INPUTS]
 
 
 def _argument_values(executor, tasks: Sequence[Task], inputs: str) -> list[list[str | None]]:

@@ -181,11 +181,14 @@ class Proposed:
 class Validated:
     """A proposal after the `validate` stage: one verdict per executor run (none for a
     malformed one, a single `too_simple` one for a program below `roles.min_statements`, which
-    is not run), and the task it makes when every run was valid."""
+    is not run), and the task it makes when every run was valid. `reinput`: the store stage
+    gave that task another input than the proposal's, at which it is not trivial
+    (`new_work.repaired`); its verdicts are then that input's run."""
 
     proposed: Proposed
     verdicts: tuple[Verdict, ...] = ()
     task: Task | None = None
+    reinput: bool = False
 
     @property
     def outcome(self) -> ProposalOutcome:

@@ -89,14 +89,18 @@ def test_a_program_below_the_floor_is_not_valid(executor, tmp_path):
 
 def test_trivial_reasons_and_retyped_abductions_are_counted_as_the_store_stage_judges(executor):
     """Each trivial reason counts apart; under `curriculum.retype_fixed_abductions` an
-    abduction its output answers is judged as its deduction (`new_work.retyped`)."""
+    abduction its output answers is judged as its deduction, and under
+    `curriculum.reinput_trivial` a task constant at its input at another input where it is not
+    (`new_work.replacements`)."""
     from selfplay import config as config_module
     from selfplay.engine.base import Completion
 
     script = _script()
     upper = "def f(s):\n    t = s.strip()\n    return t.upper()"
     same = "def f(s):\n    t = s.strip()\n    return t"
-    texts = [(upper, "' cat'"), (same, "'dog'")]  # f(output) == output; as a deduction, 'dog'
+    long = "def f(xs):\n    n = len(xs)\n    return 'long' if n > 4 else 'short'"
+    # f(output) == output; as a deduction, 'dog'; 'short' near [1, 2]
+    texts = [(upper, "' cat'"), (same, "'dog'"), (long, "[1, 2]")]
     requests = [("abduction", None, chat(f"puzzle {k}"), []) for k in range(len(texts))]
     completions = [
         Completion(
@@ -105,8 +109,14 @@ def test_trivial_reasons_and_retyped_abductions_are_counted_as_the_store_stage_j
         for p, g in texts
     ]
     plain = script.judge(config_module.load(None, []), executor, requests, completions)
-    assert plain["abduction"]["trivial"] == plain["abduction"]["trivial:copy"] == 2
+    assert plain["abduction"]["trivial"] == 3 and plain["abduction"]["trivial:copy"] == 2
     assert "retyped" not in plain["abduction"] and plain["abduction"]["new"] == 0
     asked = config_module.load(None, ["curriculum.retype_fixed_abductions=true"])
     retyped = script.judge(asked, executor, requests, completions)["abduction"]
     assert retyped["retyped"] == 1 and retyped["new"] == 1 and retyped["trivial:copy"] == 1
+    assert retyped["trivial:constant"] == 1 and "reinput" not in retyped
+    both = ["curriculum.retype_fixed_abductions=true", "curriculum.reinput_trivial=true"]
+    moved = script.judge(config_module.load(None, both), executor, requests, completions)
+    moved = moved["abduction"]
+    assert moved["retyped"] == 1 and moved["reinput"] == 1 and moved["new"] == 2
+    assert moved["trivial"] == moved["trivial:copy"] == 1

@@ -8,10 +8,12 @@ import dataclasses
 import pytest
 
 from selfplay.trivial import (
+    OTHER_INPUTS,
     STOCK_INPUTS,
     copy_solves,
     deduction_twins,
     ignores_input,
+    input_twins,
     literal_arguments,
     probe_inputs,
     stock_inputs,
@@ -59,6 +61,61 @@ def test_an_abduction_its_output_answers_may_be_a_deduction_that_is_work(executo
     assert twins[0] == dataclasses.replace(tasks[0], type="deduction")
     assert (twins[0].input, twins[0].output) == ("'cat'", "'CAT'")
     assert deduction_twins(executor, []) == []
+
+
+def test_a_task_trivial_at_its_input_may_be_work_at_another(executor):
+    """A copy or a constant output at the proposed input, with another input like it that is
+    work (the first, probes before stock inputs), takes that input and the output the sandbox
+    gives on it; an idempotent f, a program that ignores its input and a task that is work
+    already get none."""
+    sort = "def f(xs):\n    return sorted(xs)"
+    long = "def f(xs):\n    return 'long' if len(xs) > 4 else 'short'"
+    tasks = [
+        task(executor, "deduction", sort, "[1, 2, 3]"),  # a copy; [1, 2] too, [1, 2, 3, 1] not
+        task(executor, "abduction", long, "[1, 2]"),  # 'short' near [1, 2]; 'long' for 5 items
+        task(executor, "abduction", "def f(s):\n    return s.upper()", "'cat'"),  # idempotent
+        task(executor, "deduction", "def f(n):\n    return 7", "3"),  # ignores its input
+        task(executor, "deduction", sort, "[3, 1]"),  # work at its input
+    ]
+    reasons = trivial_reasons(executor, tasks)
+    assert reasons == ["copy", "constant", "copy", "ignores_input", ""]
+    twins = input_twins(executor, tasks, reasons)
+    assert twins[2:] == [None, None, None]
+    assert (twins[0].type, twins[0].input, twins[0].output) == (
+        "deduction",
+        "[1, 2, 3, 1]",
+        "[1, 1, 2, 3]",
+    )
+    assert (twins[1].type, twins[1].input, twins[1].output) == (
+        "abduction",
+        "[1, 2, 3, 4, 5]",
+        "'long'",
+    )
+    assert twins[0].program == sort and twins[1].program == long
+    assert trivial_reasons(executor, twins[:2]) == ["", ""]
+    assert input_twins(executor, [], []) == []
+    # an abduction its output answers at every input may be work as a deduction at another
+    parity = task(executor, "abduction", "def f(x):\n    return x % 2", "0")
+    assert input_twins(executor, [parity], ["copy"]) == [None]
+    [twin] = input_twins(executor, [parity], ["copy"], as_deductions=True)
+    assert (twin.type, twin.input, twin.output) == ("deduction", "-2", "0")
+    [upper] = input_twins(executor, tasks[2:3], ["copy"], as_deductions=True)
+    assert (upper.type, upper.input, upper.output) == ("deduction", "'catxa'", "'CATXA'")
+    same = task(executor, "abduction", "def f(s):\n    return s", "'cat'")  # a copy everywhere
+    assert input_twins(executor, [same], ["copy"], as_deductions=True) == [None]
+
+
+def test_the_other_inputs_tried_are_probes_then_stock_inputs(executor):
+    """An int near 3 first (probes), then common ints; never the input itself, at most
+    `OTHER_INPUTS`; a task at none of them work stays trivial."""
+    constant = "def f(n):\n    return 'big' if n > 100 else 'small'"
+    [plain] = [task(executor, "deduction", constant, "3")]
+    assert input_twins(executor, [plain], ["constant"]) == [None]
+    from selfplay.trivial import _other_inputs
+
+    tried = _other_inputs("3")
+    assert tried[:3] == probe_inputs("3")[:3] and "3" not in tried
+    assert set(tried[3:]) <= set(stock_inputs("3")) and len(tried) <= OTHER_INPUTS
 
 
 def test_benchmark_inputs_written_as_expressions(executor):

@@ -105,6 +105,15 @@ class CurriculumConfig(Checked):
         "its turn: the output is still work to trace (selfplay/trivial.py, `deduction_twins`); "
         "off under keep_trivial. Off: such a proposal is trivial (`trivial:copy`)",
     )
+    reinput_trivial: bool = knob(
+        False,
+        "a deduction or abduction proposal that is trivial at its input (the input given as "
+        "the output answers it, or its output does not move with its input) enters the pool "
+        "with the first input like it at which it is not: one argument changed, then common "
+        "values of its types (selfplay/trivial.py, `input_twins`); after "
+        "retype_fixed_abductions, off under keep_trivial. The proposal is paid for the task as "
+        "pooled. Off: such a proposal is trivial (`trivial:copy`, `trivial:constant`)",
+    )
     guessable_weight: float = knob(
         1.0,
         "the solver draws an abduction task that a stock input solves (`tasks.guessable`, judged "

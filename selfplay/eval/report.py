@@ -153,8 +153,9 @@ def _no_new_work(rows: list[dict]) -> dict:
                 reasons[key.removeprefix(_REASON_PREFIX)] += value
     if reasons:
         out["reasons"] = {k: int(v) for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])}
-    if any("propose/retyped" in r for r in rows):
-        out["retyped"] = int(sum(r.get("propose/retyped", 0) for r in rows))
+    for name in ("retyped", "reinput"):
+        if any(f"propose/{name}" in r for r in rows):
+            out[name] = int(sum(r.get(f"propose/{name}", 0) for r in rows))
     return out
 
 

@@ -124,6 +124,8 @@ def _render_proposals(proposals: dict) -> list[str]:
         lines.append("  by type and reason: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
     if waste.get("retyped") is not None:
         lines.append(f"  abductions judged as deductions: {waste['retyped']}")
+    if waste.get("reinput") is not None:
+        lines.append(f"  trivial tasks given another input: {waste['reinput']}")
     return lines
 
 
