@@ -451,23 +451,24 @@ def test_the_share_of_no_new_work_is_weighted_by_valid_proposals_from_step_5(tmp
     assert waste["trivial"] == pytest.approx(2 / 15, abs=1e-4)
     assert waste["all"] == pytest.approx(5 / 15, abs=1e-4)
     assert waste["repeat"] is None  # no step recorded it
-    assert "reasons" not in waste and "retyped" not in waste  # an older run's metrics
+    assert not {"reasons", "retyped", "reinput"} & set(waste)  # an older run's metrics
 
 
 def test_the_report_sums_no_new_work_by_type_and_reason_from_step_5(tmp_path, capsys):
     rows = [{"step": s, "propose/parse_rate/abduction": 1.0} for s in range(1, 8)]
     for row in rows:
-        row.update({"propose/valid": 4, "propose/retyped": 1.0})
+        row.update({"propose/valid": 4, "propose/retyped": 1.0, "propose/reinput": 2.0})
         row["propose/no_new_work/abduction/trivial:copy"] = 1.0
     rows[-1]["propose/no_new_work/deduction/copy:behaviour"] = 2.0
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     waste = report(tmp_path)["proposals"]["no_new_work"]
     assert waste["reasons"] == {"abduction/trivial:copy": 3, "deduction/copy:behaviour": 2}
-    assert waste["retyped"] == 3  # steps 5 to 7
+    assert waste["retyped"] == 3 and waste["reinput"] == 6  # steps 5 to 7
     assert main(["report", str(tmp_path), "--no-figures"]) == 0
     out = capsys.readouterr().out
     assert "by type and reason: abduction/trivial:copy 3, deduction/copy:behaviour 2" in out
     assert "abductions judged as deductions: 3" in out
+    assert "trivial tasks given another input: 6" in out
 
 
 def test_the_report_shows_how_long_the_proposed_programs_are_early_and_late(tmp_path, capsys):
