@@ -84,7 +84,7 @@ def replacements(run, tasks: list[Task]) -> list[Task]:
         stock = curriculum.refuse_stock_inputs
 
         def moved(chunk: list[Task], _) -> list[Task | None]:
-            reasons = trivial_reasons(run.executor, chunk, stock=stock)
+            reasons = trivial_reasons(run.executor, chunk)  # a copy or constant output or not
             retype = curriculum.retype_fixed_abductions
             return input_twins(run.executor, chunk, reasons, stock=stock, as_deductions=retype)
 

@@ -177,11 +177,11 @@ def store_tasks(run: Run, validated: tuple[Validated, ...], step: int) -> tuple[
     What stays out of the pool is `new_work.kept_out`'s: copies of a reference shown (else
     the pool never leaves the seed: docs/results.md), benchmarks' programs, trivial tasks
     (which teach the solver to copy rather than trace), pooled tasks again in other words and
-    induction tasks that add nothing. An abduction that its output answers is judged and
-    pooled as a deduction where that is work (`new_work.repaired`), and a task that is a copy or
-    constant at its input takes another input where that is work (the same). An
-    abduction task that enters is marked with whether a stock input solves it
-    (`new_work.guessable`, for `curriculum.guessable_weight`)."""
+    induction tasks that add nothing. Before that (`new_work.repaired`), an abduction that its
+    output answers is made a deduction where that is work (`curriculum.retype_fixed_abductions`),
+    and a task that is a copy or constant at its input takes another input where it is work
+    (`curriculum.reinput_trivial`). An abduction task that enters is marked with whether a
+    stock input solves it (`new_work.guessable`, for `curriculum.guessable_weight`)."""
     validated = new_work.repaired(run, validated)
     kept_out = new_work.kept_out(run, validated, step)
     fresh = [v for k, v in enumerate(validated) if v.task is not None and k not in kept_out]

@@ -129,48 +129,65 @@ def input_twins(
 ) -> list[Task | None]:
     """Per task, for a deduction or abduction task trivial at its input for a reason another
     input can take away (`reasons[i]`, from `trivial_reasons`, in `INPUT_REASONS`: a copy, a
-    constant output), the same program on the first other input at which it is not trivial;
-    else None. The inputs tried, at most `OTHER_INPUTS`, are the task's probe inputs (each
-    one argument away from its own, `probe_inputs`) and then its stock inputs (common values
-    of the same types, `stock_inputs`); the new output is the sandbox's run of the program, as
-    a proposal's is. `f(x) == x` for the x proposed but not for x + 1, or a branch that returns
-    the same value near x and another value for other lists, is work to trace at another
-    input. An idempotent `f` (`abs`, `sorted`) stays trivial as an abduction at every input;
-    with `as_deductions` an abduction that is so at every other input is tried as the
-    deduction of its program at them next (`x % 2` proposed on 0: the deduction on -2).
-    Three executor calls for the batch (four with `stock`, which judges as `trivial_reasons`)."""
+    constant output), the same program on the first other input at which it is judged work;
+    else None. Work: not trivial (`trivial_reasons`, with `stock` as it judges), and at least
+    `MIN_PROBES` of its own probe inputs ran, so that a constant output would have been seen
+    (an input whose neighbours crash is not work). The new output is the sandbox's run of the
+    program, as a proposal's is.
+
+    The inputs tried, at most `OTHER_INPUTS`, come in two rounds, the second only for tasks
+    the first left without one: the task's probe inputs (one argument changed,
+    `probe_inputs`), then its stock inputs (common values of its types, `stock_inputs`), each
+    with `MIN_PROBES` probe inputs of its own. An abduction is tried at probe inputs only: at
+    a stock input a stock answer solves it by construction. `f(x) == x` for the x proposed but
+    not for x + 1, or a branch that returns the same value for every list near the one
+    proposed, is work to trace at another input. An idempotent `f` (`abs`, `sorted`) stays a
+    copy as an abduction at every input; with `as_deductions` such an abduction is tried as
+    the deduction of its program at the other inputs after (`x % 2` proposed on 0: the
+    deduction on -2). Four executor calls a round (five with `stock`)."""
+    out: list[Task | None] = [None] * len(tasks)
     asked = [
-        (i, _other_inputs(t.input))
+        i
         for i, (t, why) in enumerate(zip(tasks, reasons, strict=True))
         if t.type in ("deduction", "abduction") and why in INPUT_REASONS
     ]
-    cases = [(tasks[i].program, text) for i, others in asked for text in others]
-    verdicts = iter(executor.validate(cases) if cases else [])
-    candidates: list[tuple[int, Task]] = []
-    for i, others in asked:
-        ran = [v for v in [next(verdicts) for _ in others] if v.ok]
-        mine = [
-            replace(tasks[i], inputs=(v.input,), outputs=(v.output,), cpu_s=v.cpu_s) for v in ran
-        ]
-        if as_deductions and tasks[i].type == "abduction":
-            mine += [replace(t, type="deduction") for t in mine]
-        candidates += [(i, t) for t in mine]
-    judged = trivial_reasons(executor, [t for _, t in candidates], stock) if candidates else []
-    out: list[Task | None] = [None] * len(tasks)
-    for (i, other), why in zip(candidates, judged, strict=True):
-        if not why and out[i] is None:
-            out[i] = other
+    for nearby in (True, False):
+        tried = [(i, _other_inputs(tasks[i].input, nearby)) for i in asked if out[i] is None]
+        cases = [(tasks[i].program, text) for i, texts in tried for text in texts]
+        if not cases:
+            continue
+        verdicts = iter(executor.validate(cases))
+        candidates: list[tuple[int, Task]] = []
+        for i, texts in tried:
+            task, ran = tasks[i], [v for v in [next(verdicts) for _ in texts] if v.ok]
+            kinds = [task.type] if nearby or task.type == "deduction" else []
+            if as_deductions and task.type == "abduction":
+                kinds.append("deduction")
+            candidates += [
+                (i, replace(task, type=kind, inputs=(v.input,), outputs=(v.output,), cpu_s=v.cpu_s))
+                for kind in kinds
+                for v in ran
+            ]
+        judged = _judged(executor, [t for _, t in candidates], stock)
+        for (i, other), (why, probes) in zip(candidates, judged, strict=True):
+            if not why and len(probes) >= MIN_PROBES and out[i] is None:
+                out[i] = other
     return out
 
 
-def _other_inputs(text: str) -> list[str]:
-    """The inputs `input_twins` tries for a task with input `text`: its probe inputs, then its
-    stock inputs, each once and none the input itself, at most `OTHER_INPUTS`; only inputs
-    with `MIN_PROBES` probe inputs of their own, so that each is judged (`[]` has one: a
-    task on it could not be found constant)."""
-    others = dict.fromkeys(probe_inputs(text) + stock_inputs(text))
-    judged = [t for t in others if t != text and len(probe_inputs(t)) >= MIN_PROBES]
-    return judged[:OTHER_INPUTS]
+def _other_inputs(text: str, nearby: bool) -> list[str]:
+    """The inputs `input_twins` tries for a task with input `text`: its probe inputs
+    (`nearby`), or its stock inputs that are not probe inputs; none the input itself, each
+    with `MIN_PROBES` probe inputs of its own (`[]` has one: a task there could not be found
+    constant), at most `OTHER_INPUTS` in the two rounds."""
+    probes = probe_inputs(text)
+    if nearby:
+        texts = probes
+    else:
+        texts = [t for t in stock_inputs(text) if t not in probes]
+    judged = [t for t in texts if t != text and len(probe_inputs(t)) >= MIN_PROBES]
+    near = len(probes) if not nearby else 0
+    return judged[: max(0, OTHER_INPUTS - near)]
 
 
 def _argument_values(executor, tasks: Sequence[Task], inputs: str) -> list[list[str | None]]:
@@ -308,14 +325,16 @@ def _variants(value) -> Iterator:
         yield dict(items[:-1])
         if items:
             yield dict(items[1:] + items[:1])
-    elif isinstance(value, set | frozenset):
-        yield type(value)(list(value)[:-1])
+    elif isinstance(value, set | frozenset):  # in a fixed order: str hashes vary by process
+        yield type(value)(sorted(value, key=repr)[:-1])
 
 
 def _text(args: list, kwargs: dict) -> str | None:
-    """The argument list's text, or None where a value has no literal text (a frozenset)."""
-    text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    """The argument list's text, or None where a value has no literal text (a frozenset, an
+    int past Python's digit limit for text). A set's items are written in a fixed order (the
+    order of their texts): a set of strings iterates in an order that varies by process."""
     try:
+        text = ", ".join([_repr(a) for a in args] + [f"{k}={_repr(v)}" for k, v in kwargs.items()])
         call = ast.parse(f"f({text}\n)", mode="eval").body
         for node in (*call.args, *(k.value for k in call.keywords)):
             ast.literal_eval(node)
@@ -324,31 +343,46 @@ def _text(args: list, kwargs: dict) -> str | None:
     return text
 
 
+def _repr(value) -> str:
+    """`repr`, with a set's items in the order of their texts."""
+    if isinstance(value, set) and value:
+        return "{" + ", ".join(sorted(repr(v) for v in value)) + "}"
+    return repr(value)
+
+
 def trivial_reasons(executor, tasks: Sequence[Task], stock: bool = False) -> list[str]:
     """Per task, why it is trivial (`copy`, `ignores_input`, `constant`, with `stock` also
     `stock_input`; see the module doc), or "" when it is not. Three executor calls for the
     whole batch (four with `stock`); math tasks are never trivial here (their program takes
     no input)."""
+    return [why for why, _ in _judged(executor, tasks, stock)]
+
+
+def _judged(executor, tasks: Sequence[Task], stock: bool) -> list[tuple[str, list[str]]]:
+    """Per task, `trivial_reasons`' reason and the outputs of its probe inputs that ran."""
+    if not tasks:
+        return []
     copies = copy_solves(executor, tasks)
     outputs = _outputs(executor, tasks)
     guessed = stock_solves(executor, tasks) if stock else [False] * len(tasks)
-    reasons = []
+    judged = []
     for task, copy, own, guess in zip(tasks, copies, outputs, guessed, strict=True):
         if task.type == "math":
-            reasons.append("")
+            why = ""
         elif copy:
-            reasons.append("copy")
+            why = "copy"
         elif ignores_input(task.program):
-            reasons.append("ignores_input")
+            why = "ignores_input"
         elif task.type == "induction":
-            reasons.append("constant" if len(set(task.outputs)) == 1 else "")
+            why = "constant" if len(set(task.outputs)) == 1 else ""
         elif len(own) >= MIN_PROBES and all(o == task.output for o in own):
-            reasons.append("constant")
+            why = "constant"
         elif guess:
-            reasons.append("stock_input")
+            why = "stock_input"
         else:
-            reasons.append("")
-    return reasons
+            why = ""
+        judged.append((why, own))
+    return judged
 
 
 def _outputs(executor, tasks: Sequence[Task]) -> list[list[str]]:

@@ -98,10 +98,12 @@ def test_trivial_reasons_and_retyped_abductions_are_counted_as_the_store_stage_j
     script = _script()
     upper = "def f(s):\n    t = s.strip()\n    return t.upper()"
     same = "def f(s):\n    t = s.strip()\n    return t"
-    long = "def f(xs):\n    n = len(xs)\n    return 'long' if n > 4 else 'short'"
-    # f(output) == output; as a deduction, 'dog'; 'short' near [1, 2]
-    texts = [(upper, "' cat'"), (same, "'dog'"), (long, "[1, 2]")]
-    requests = [("abduction", None, chat(f"puzzle {k}"), []) for k in range(len(texts))]
+    long = "def f(xs):\n    n = len(xs)\n    return 'long' if n > 2 else 'short'"
+    # f(output) == output; as a deduction, 'dog'; 'short' near [1], [1, 1] next to 'long'
+    sort = "def f(xs):\n    ys = list(xs)\n    return sorted(ys)"
+    texts = [(upper, "' cat'"), (same, "'dog'"), (long, "[1]"), (sort, "[1, 2, 3]")]
+    kinds = ["abduction"] * 3 + ["deduction"]  # sorted [1, 2, 3] is a copy, [1, 2, 3, 1] not
+    requests = [(kind, None, chat(f"puzzle {k}"), []) for k, kind in enumerate(kinds)]
     completions = [
         Completion(
             f"<answer>\n```python\n{p}\n\nf({g})\n```\n</answer>", (1,) * 8, (0.0,) * 8, "stop"
@@ -111,12 +113,15 @@ def test_trivial_reasons_and_retyped_abductions_are_counted_as_the_store_stage_j
     plain = script.judge(config_module.load(None, []), executor, requests, completions)
     assert plain["abduction"]["trivial"] == 3 and plain["abduction"]["trivial:copy"] == 2
     assert "retyped" not in plain["abduction"] and plain["abduction"]["new"] == 0
+    assert plain["deduction"]["trivial:copy"] == 1 and "reinput" not in plain["deduction"]
     asked = config_module.load(None, ["curriculum.retype_fixed_abductions=true"])
     retyped = script.judge(asked, executor, requests, completions)["abduction"]
     assert retyped["retyped"] == 1 and retyped["new"] == 1 and retyped["trivial:copy"] == 1
     assert retyped["trivial:constant"] == 1 and "reinput" not in retyped
     both = ["curriculum.retype_fixed_abductions=true", "curriculum.reinput_trivial=true"]
     moved = script.judge(config_module.load(None, both), executor, requests, completions)
+    assert moved["deduction"]["reinput"] == 1 and moved["deduction"]["new"] == 1
+    assert "retyped" not in moved["deduction"]
     moved = moved["abduction"]
     assert moved["retyped"] == 1 and moved["reinput"] == 1 and moved["new"] == 2
     assert moved["trivial"] == moved["trivial:copy"] == 1

@@ -4,6 +4,9 @@ the proposals that are no work for a solver, one kind per test."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -65,57 +68,74 @@ def test_an_abduction_its_output_answers_may_be_a_deduction_that_is_work(executo
 
 def test_a_task_trivial_at_its_input_may_be_work_at_another(executor):
     """A copy or a constant output at the proposed input, with another input like it that is
-    work (the first, probes before stock inputs), takes that input and the output the sandbox
-    gives on it; an idempotent f, a program that ignores its input and a task that is work
+    work (the first, probe inputs before stock inputs), takes that input and the output the
+    sandbox gives on it. An abduction is not moved to a stock input (a stock answer would
+    solve it); an idempotent f, a program that ignores its input and a task that is work
     already get none."""
     sort = "def f(xs):\n    return sorted(xs)"
-    long = "def f(xs):\n    return 'long' if len(xs) > 4 else 'short'"
+    long = "def f(xs):\n    return 'long' if len(xs) > {} else 'short'"
     tasks = [
         task(executor, "deduction", sort, "[1, 2, 3]"),  # a copy; [1, 2] too, [1, 2, 3, 1] not
-        task(executor, "abduction", long, "[1, 2]"),  # 'short' near [1, 2]; 'long' for 5 items
+        task(executor, "deduction", long.format(4), "[1, 2]"),  # 'short' near; 5 items 'long'
+        task(executor, "abduction", long.format(2), "[1]"),  # [1, 1, 1] is 'long'
+        task(executor, "abduction", long.format(4), "[1, 2]"),  # no probe input is 'long'
         task(executor, "abduction", "def f(s):\n    return s.upper()", "'cat'"),  # idempotent
         task(executor, "deduction", "def f(n):\n    return 7", "3"),  # ignores its input
         task(executor, "deduction", sort, "[3, 1]"),  # work at its input
     ]
     reasons = trivial_reasons(executor, tasks)
-    assert reasons == ["copy", "constant", "copy", "ignores_input", ""]
+    assert reasons == ["copy", "constant", "constant", "constant", "copy", "ignores_input", ""]
     twins = input_twins(executor, tasks, reasons)
-    assert twins[2:] == [None, None, None]
-    assert (twins[0].type, twins[0].input, twins[0].output) == (
-        "deduction",
-        "[1, 2, 3, 1]",
-        "[1, 1, 2, 3]",
-    )
-    assert (twins[1].type, twins[1].input, twins[1].output) == (
-        "abduction",
-        "[1, 2, 3, 4, 5]",
-        "'long'",
-    )
-    assert twins[0].program == sort and twins[1].program == long
-    assert trivial_reasons(executor, twins[:2]) == ["", ""]
+    assert twins[3:] == [None] * 4
+    assert [(t.type, t.input, t.output, t.program) for t in twins[:3]] == [
+        ("deduction", "[1, 2, 3, 1]", "[1, 1, 2, 3]", sort),
+        ("deduction", "[1, 2, 3, 4, 5]", "'long'", long.format(4)),
+        ("abduction", "[1, 1]", "'short'", long.format(2)),  # its probe [1, 1, 1] is 'long'
+    ]
+    assert trivial_reasons(executor, twins[:3]) == ["", "", ""]
+    assert all(t.cpu_s > 0 for t in twins[:3])
     assert input_twins(executor, [], []) == []
     # an abduction its output answers at every input may be work as a deduction at another
     parity = task(executor, "abduction", "def f(x):\n    return x % 2", "0")
     assert input_twins(executor, [parity], ["copy"]) == [None]
     [twin] = input_twins(executor, [parity], ["copy"], as_deductions=True)
     assert (twin.type, twin.input, twin.output) == ("deduction", "-2", "0")
-    [upper] = input_twins(executor, tasks[2:3], ["copy"], as_deductions=True)
+    [upper] = input_twins(executor, tasks[4:5], ["copy"], as_deductions=True)
     assert (upper.type, upper.input, upper.output) == ("deduction", "'catxa'", "'CATXA'")
     same = task(executor, "abduction", "def f(s):\n    return s", "'cat'")  # a copy everywhere
     assert input_twins(executor, [same], ["copy"], as_deductions=True) == [None]
 
 
-def test_the_other_inputs_tried_are_probes_then_stock_inputs(executor):
-    """An int near 3 first (probes), then common ints; never the input itself, at most
-    `OTHER_INPUTS`; a task at none of them work stays trivial."""
-    constant = "def f(n):\n    return 'big' if n > 100 else 'small'"
-    [plain] = [task(executor, "deduction", constant, "3")]
-    assert input_twins(executor, [plain], ["constant"]) == [None]
+def test_an_input_whose_neighbours_crash_is_not_work(executor):
+    """'small' wherever f runs: at 10 only one probe input (-12) runs, so the task there is
+    not found constant, but it is not work either."""
+    small = "def f(n):\n    if n > 10:\n        raise ValueError(n)\n    return 'small'"
+    [given] = [task(executor, "deduction", small, "3")]
+    assert trivial_reasons(executor, [given]) == ["constant"]
+    at_ten = dataclasses.replace(given, inputs=("10",))
+    assert trivial_reasons(executor, [at_ten]) == [""]  # one probe ran: not judged
+    assert input_twins(executor, [given], ["constant"]) == [None]
+
+
+def test_the_other_inputs_tried_are_probes_then_stock_inputs():
+    """The probe inputs first, then stock inputs that are not probes; never the input itself,
+    only inputs with probes of their own, at most `OTHER_INPUTS` in all. Sets are written in
+    one order whatever the process's string hashes."""
     from selfplay.trivial import _other_inputs
 
-    tried = _other_inputs("3")
-    assert tried[:3] == probe_inputs("3")[:3] and "3" not in tried
-    assert set(tried[3:]) <= set(stock_inputs("3")) and len(tried) <= OTHER_INPUTS
+    given = "[1, 2], 'ab'"
+    near, far = _other_inputs(given, nearby=True), _other_inputs(given, nearby=False)
+    assert near == probe_inputs(given) and len(near) == 6
+    assert len(far) == OTHER_INPUTS - len(near) and not set(far) & set(near)
+    assert set(far) <= set(stock_inputs(given)) and given not in near + far
+    assert all(len(probe_inputs(t)) >= 2 for t in near + far)
+    assert "[]" not in _other_inputs("[1]", nearby=True)  # [] has one probe input
+    code = "from selfplay.trivial import probe_inputs; print(probe_inputs(\"{'b', 'a', 'c'}\"))"
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert ran.stdout.strip() == "[\"{'a', 'b'}\"]", ran.stderr
+    assert probe_inputs("9" * 4300) == []  # each probe past the digit limit of int text
 
 
 def test_benchmark_inputs_written_as_expressions(executor):

@@ -107,12 +107,13 @@ class CurriculumConfig(Checked):
     )
     reinput_trivial: bool = knob(
         False,
-        "a deduction or abduction proposal that is trivial at its input (the input given as "
-        "the output answers it, or its output does not move with its input) enters the pool "
-        "with the first input like it at which it is not: one argument changed, then common "
-        "values of its types (selfplay/trivial.py, `input_twins`); after "
-        "retype_fixed_abductions, off under keep_trivial. The proposal is paid for the task as "
-        "pooled. Off: such a proposal is trivial (`trivial:copy`, `trivial:constant`)",
+        "a deduction or abduction proposal that is trivial at its input (its copy answer solves "
+        "it, or its output does not move with its input) enters the pool at the first input "
+        "like it where it is work: one argument changed, then (deductions only) common values "
+        "of its types; with retype_fixed_abductions an abduction its output answers at every "
+        "input is tried as a deduction there too (selfplay/trivial.py, `input_twins`). Off "
+        "under keep_trivial. The proposal is paid for the task as pooled. Off: such a proposal "
+        "is trivial (`trivial:copy`, `trivial:constant`)",
     )
     guessable_weight: float = knob(
         1.0,

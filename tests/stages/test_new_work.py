@@ -177,43 +177,49 @@ def test_an_abduction_its_output_answers_enters_as_a_deduction_when_asked(make_r
 @pytest.mark.parametrize("shares", [1, 2])
 def test_a_task_trivial_at_its_input_enters_at_another_when_asked(make_run, shares):
     """With `curriculum.reinput_trivial` a deduction or abduction that is a copy or constant at
-    its input enters the pool at the first input like it where it is not: its verdicts are
-    that input's run, `propose/reinput` counts it. An idempotent f stays `trivial:copy`. Off,
-    or under `curriculum.keep_trivial`, no input changes. Split across two shares, each keeps
-    its own verdict."""
+    its input enters the pool at the first input like it where it is work: its verdicts are
+    that input's run, `propose/reinput` counts it. An abduction its output answers at every
+    input stays `trivial:copy`, unless retyping is on too: then it may enter as a deduction at
+    another input. Off, or under `curriculum.keep_trivial`, no input changes. Split across two
+    shares, each keeps its own verdict."""
     sort = "def f(xs):\n    ys = list(xs)\n    return sorted(ys)"
-    long = "def f(xs):\n    n = len(xs)\n    return 'long' if n > 4 else 'short'"
-    upper = "def f(s):\n    t = s.strip()\n    return t.upper()"
-    reinput = "curriculum.reinput_trivial=true"
-    for overrides, expected, moved in [
-        ([reinput], ["", "", "trivial:copy", ""], [True, True, False, False]),
-        ([], ["trivial:copy", "trivial:constant", "trivial:copy", ""], [False] * 4),
-        ([reinput, "curriculum.keep_trivial=true"], [""] * 4, [False] * 4),
+    long = "def f(xs):\n    n = len(xs)\n    return 'long' if n > 2 else 'short'"
+    parity = "def f(x):\n    y = x % 2\n    return y"
+    reinput, retype = "curriculum.reinput_trivial=true", "curriculum.retype_fixed_abductions=true"
+    copy, moved = "trivial:copy", [True, True, False, False]
+    given = ["[1, 2, 3]", "[1]", "0", "37"]
+    for overrides, expected, changed, inputs in [
+        ([reinput], ["", "", copy, ""], moved, ["[1, 2, 3, 1]", "[1, 1]", "0", "37"]),
+        ([reinput, retype], [""] * 4, [True] * 3 + [False], ["[1, 2, 3, 1]", "[1, 1]", "-2", "37"]),
+        ([], [copy, "trivial:constant", copy, ""], [False] * 4, given),
+        ([reinput, "curriculum.keep_trivial=true"], [""] * 4, [False] * 4, given),
     ]:
         run, _ = make_run(["selfplay.solver_tasks=1", *overrides])
         run = dataclasses.replace(run, ranks=Ranks(shares=shares))
         proposals = [
             proposed(0, "deduction", sort, "[1, 2, 3]"),  # [1, 2, 3, 1] is work
-            proposed(1, "abduction", long, "[1, 2]"),  # [1, 2, 3, 4, 5] is work
-            proposed(2, "abduction", upper, "'cat'"),  # at every input its output answers it
+            proposed(1, "abduction", long, "[1]"),  # 'short' near [1]; [1, 1] is next to 'long'
+            proposed(2, "abduction", parity, "0"),  # its output answers it at every input
             proposed(3, "deduction", TRIPLE, "37"),
         ]
         stored, _, _, metrics = one_step(run, proposals)
         assert [s.no_new_work for s in stored] == expected
-        assert [s.validated.reinput for s in stored] == moved
-        assert metrics["propose/reinput"] == sum(moved)
-        given = [s.validated.task.input for s in stored]
-        if moved[0]:
-            assert given == ["[1, 2, 3, 1]", "[1, 2, 3, 4, 5]", "'cat'", "37"]
+        assert [s.validated.reinput for s in stored] == changed
+        assert metrics["propose/reinput"] == sum(changed)
+        assert [s.validated.task.input for s in stored] == inputs
+        if changed[0]:
             [ran] = stored[0].validated.verdicts  # the verification record is the new run's
-            assert (ran.input, ran.output) == ("[1, 2, 3, 1]", "[1, 1, 2, 3]")
-            rows = run.store.get([stored[0].task_id, stored[1].task_id])
-            assert [(r.task.type, r.task.input, r.task.output) for r in rows] == [
+            task = stored[0].validated.task
+            assert (ran.input, ran.output, ran.cpu_s) == (task.input, task.output, task.cpu_s)
+            ids = [s.task_id for s in stored[:3] if s.task_id is not None]
+            pooled = [(r.task.type, r.task.input, r.task.output) for r in run.store.get(ids)]
+            assert pooled[:2] == [
                 ("deduction", "[1, 2, 3, 1]", "[1, 1, 2, 3]"),
-                ("abduction", "[1, 2, 3, 4, 5]", "'long'"),
+                ("abduction", "[1, 1]", "'short'"),
             ]
-        else:
-            assert given == ["[1, 2, 3]", "[1, 2]", "'cat'", "37"]
+            if retype in overrides:  # a deduction at another input, asked as an abduction
+                assert pooled[2] == ("deduction", "-2", "0")
+                assert metrics["propose/retyped"] == 1
 
 
 @pytest.mark.parametrize("shares", [1, 2])
