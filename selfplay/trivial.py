@@ -181,13 +181,9 @@ def _other_inputs(text: str, nearby: bool) -> list[str]:
     with `MIN_PROBES` probe inputs of its own (`[]` has one: a task there could not be found
     constant), at most `OTHER_INPUTS` in the two rounds."""
     probes = probe_inputs(text)
-    if nearby:
-        texts = probes
-    else:
-        texts = [t for t in stock_inputs(text) if t not in probes]
+    texts = probes if nearby else [t for t in stock_inputs(text) if t not in probes]
     judged = [t for t in texts if t != text and len(probe_inputs(t)) >= MIN_PROBES]
-    near = len(probes) if not nearby else 0
-    return judged[: max(0, OTHER_INPUTS - near)]
+    return judged[: OTHER_INPUTS - (0 if nearby else len(probes))]
 
 
 def _argument_values(executor, tasks: Sequence[Task], inputs: str) -> list[list[str | None]]:
