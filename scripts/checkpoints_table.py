@@ -3,7 +3,8 @@ any run moved CRUXEval's non-trivial items, output and input prediction.
 
     .venv/bin/python scripts/checkpoints_table.py --bases results/cruxeval-direct/base \
         results/cruxeval-direct/base-bfloat16 results/cruxeval-direct/base-bfloat16-epyc \
-        results/cruxeval-direct/base-float32 -- results/cruxeval-direct/*
+        results/cruxeval-direct/base-float32 results/cruxeval-direct/base-float32-epyc \
+        -- results/cruxeval-direct/*
 
 Greedy answers change with the machine and the precision (`selfplay.provenance`), so each
 folder is paired with the base whose recorded setup does not differ from its own: a base and a
