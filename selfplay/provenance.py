@@ -144,23 +144,25 @@ def _git(root: Path, *args: str) -> str:
 
 def _cpu() -> str:
     """The CPU's model name (Linux: /proc/cpuinfo), else what `platform` says."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def _cpu_features() -> list[str] | None:
     """Which of `CPU_FEATURES` the CPU has (Linux: /proc/cpuinfo's flags), None where that
     is not known."""
+    flags = _cpuinfo("flags")
+    if flags is None:
+        return None
+    have = set(flags.split())
+    return [name for name in CPU_FEATURES if name in have]
+
+
+def _cpuinfo(field: str) -> str | None:
+    """The value of the first line of /proc/cpuinfo that starts with `field`, None without one."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                return [name for name in CPU_FEATURES if name in flags]
+            if line.startswith(field):
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
     return None
