@@ -28,6 +28,7 @@ __all__ = [
     "record_session",
     "recorded",
     "setup_warning",
+    "summary_beside",
 ]
 
 #: The libraries whose versions change what a model generates or how it is trained.
@@ -84,12 +85,17 @@ def differences(a: dict | None, b: dict | None) -> list[str]:
 def recorded(samples: Path) -> dict | None:
     """The `environment` an evaluation recorded in the `summary.json` beside its per-sample
     file `samples`; None for results made before it was recorded, or without a summary."""
+    found = summary_beside(samples).get("environment")
+    return found if isinstance(found, dict) else None
+
+
+def summary_beside(samples: Path) -> dict:
+    """The `summary.json` beside the per-sample file `samples`; {} where none is readable."""
     try:
         summary = json.loads((Path(samples).parent / "summary.json").read_text())
     except (OSError, ValueError):
-        return None
-    found = summary.get("environment") if isinstance(summary, dict) else None
-    return found if isinstance(found, dict) else None
+        return {}
+    return summary if isinstance(summary, dict) else {}
 
 
 def setup_warning(first: Path, *others: Path) -> str | None:
@@ -100,7 +106,7 @@ def setup_warning(first: Path, *others: Path) -> str | None:
     if not found:
         return None
     return (
-        "the evaluations ran on different setups, and greedy answers differ between them "
+        "the evaluations ran on different setups, on which greedy answers can differ "
         "without any training: " + "; ".join(dict.fromkeys(found))
     )
 

@@ -51,11 +51,15 @@ def test_differences_name_what_changes_greedy_answers_and_ignore_the_rest():
     assert differences(a, {**a, "packages": {"vllm": "0.31.0"}}) == ["vllm: 0.32.0 -> 0.31.0"]
 
 
-def _evaluation(folder, correct, env):
+def _evaluation(folder, correct, env, model=None, replies=None):
     folder.mkdir()
     rows = [{"subset": "cruxeval_o", "id": str(i), "correct": ok} for i, ok in enumerate(correct)]
+    for row, reply in zip(rows, replies or [], strict=False):
+        row["reply"] = reply
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = {"temperature": 0.0, "samples": 1, "prompt_format": "direct"}
+    if model is not None:
+        summary["model"] = model
     if env is not None:
         summary["environment"] = env
     (folder / "summary.json").write_text(json.dumps(summary))
@@ -91,3 +95,23 @@ def test_each_session_of_a_run_is_appended(tmp_path):
     assert all(
         re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", x["started"]) for x in lines
     )
+
+
+def test_the_setup_warning_says_how_many_replies_of_one_model_differ(tmp_path, capsys):
+    """Two setups may give one model's greedy replies alike: the warning counts the replies
+    that differ, so that a reader sees whether the setup changed anything here."""
+    env = {"dtype": "float32", "cpu": "AMD EPYC", "gpus": []}
+    xeon = {**env, "cpu": "Intel Xeon"}
+    replies = ["1", "[2]", "'a'", "None"]
+    base = _evaluation(tmp_path / "base", [0, 1, 0, 1], env, "coder", replies)
+    alike = _evaluation(tmp_path / "alike", [0, 1, 0, 1], xeon, "coder", replies)
+    moved = _evaluation(tmp_path / "moved", [1, 1, 0, 1], xeon, "coder", ["0", *replies[1:]])
+    trained = _evaluation(tmp_path / "trained", [1, 1, 0, 1], xeon, "checkpoint", replies)
+
+    def warning(other):
+        assert main(["report", "--compare", str(base), str(other), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["warning"]
+
+    assert warning(alike).endswith("(the same model: its replies differ on 0 of 4 paired items)")
+    assert warning(moved).endswith("its replies differ on 1 of 4 paired items)")
+    assert "the same model" not in warning(trained)  # another model: replies differ anyway

@@ -22,8 +22,9 @@ test; both on all problems and on the non-trivial ones (`problems`). Items whose
 (program, input, output) differs between the two evaluations are left out and counted in a
 warning, as is a difference in prompt format or set version (`--across-formats` pairs one
 CRUXEval subset asked in two formats, which the warning then says), or in the setup the
-evaluations recorded (precision, machine, libraries: `selfplay.provenance`), which changes
-greedy answers without any training.
+evaluations recorded (precision, machine, libraries: `selfplay.provenance`), which can change
+greedy answers without any training; where both evaluated one model and recorded its replies
+(CRUXEval), the warning says on how many paired items the replies differ.
 
 Several seeds against one base: `selfplay report --pooled` (`pooled.py`).
 
@@ -56,7 +57,7 @@ from selfplay.eval.answer_types import wrong_type
 from selfplay.eval.cruxeval import format_free, row_copies_example, row_restarts
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
-from selfplay.provenance import setup_warning
+from selfplay.provenance import setup_warning, summary_beside
 from selfplay.types import NO_NEW_WORK, Verdict
 
 __all__ = ["report", "compare", "read_metrics", "samples_file"]
@@ -81,6 +82,7 @@ class Item:
     example: bool | None = None  # a CRUXEval answer copied from the prompt's worked example
     wrong_type: bool | None = None  # a wrong answer not of the gold's type (`answer_types`)
     restart: bool | None = None  # a reply that writes the prompt's few-shot document again
+    reply: str | None = None  # the model's reply text where recorded (CRUXEval)
 
 
 def report(folder: str | Path) -> dict:
@@ -247,10 +249,24 @@ def compare(before: str | Path, after: str | Path, across_formats: bool = False)
     if across_formats:
         out["across_formats"] = True  # each subset's warning names the two formats
     if warning := setup_warning(*paths):
-        out["warning"] = warning
+        out["warning"] = warning + _same_model_replies(paths, first, last)
     if bad_first or bad_last:
         out["unreadable_lines"] = [bad_first, bad_last]
     return out
+
+
+def _same_model_replies(paths: list[Path], first: dict, last: dict) -> str:
+    """For a setup warning between two evaluations of one model: on how many paired items its
+    recorded replies differ, which says whether the setup changed anything here ("" where the
+    models differ or the records hold no replies)."""
+    models = [summary_beside(path).get("model") for path in paths]
+    if models[0] is None or models[0] != models[1]:
+        return ""
+    keys = [k for k in first.keys() & last.keys() if None not in (first[k].reply, last[k].reply)]
+    if not keys:
+        return ""
+    differ = sum(first[k].reply != last[k].reply for k in keys)
+    return f" (the same model: its replies differ on {differ} of {len(keys)} paired items)"
 
 
 def _format_free(items: dict[tuple, Item]) -> dict[tuple, Item] | None:
@@ -459,5 +475,6 @@ def _items(path: Path) -> tuple[dict[tuple, Item], int]:
             row_copies_example(row),
             wrong_type(row),
             row_restarts(row),
+            row["reply"] if isinstance(row.get("reply"), str) else None,
         )
     return items, bad
