@@ -28,7 +28,7 @@ from selfplay.runs import Run, check_start, close_run, open_run, run_folder
 from selfplay.self_seed import seed_from_model
 from selfplay.step import StageTimer, step_metrics
 from selfplay.trainer.checkpoint import Checkpoints
-from selfplay.trainer.metrics import MetricsLogger, SampleLog
+from selfplay.trainer.metrics import MetricsLogger, ProposalLog, SampleLog
 
 __all__ = ["run_step", "run"]
 
@@ -43,6 +43,8 @@ def run_step(run: Run, step: int) -> dict[str, float]:
         validated = stages.validate(run, proposed)
     with timer("store"):
         stored = stages.store_tasks(run, validated, step)
+    if run.proposals is not None:
+        run.proposals.write(step, stored)
     with timer("sample"):
         batch, pool = stages.sample(run, step)
     with timer("solve"):
@@ -97,6 +99,7 @@ def _run(config: Config, out, log: Path) -> Path:
         logger = MetricsLogger(state.folder, kept, cfg.run.tensorboard, wandb, to_dict(cfg))
         if cfg.run.log_samples:
             state.samples = SampleLog(state.folder, state.tokenizer, start - 1)
+            state.proposals = ProposalLog(state.folder, state.tokenizer, start - 1)
     if not main:
         progress = Progress(io.StringIO(), cfg.run.steps)
     state.on_stage = progress.stage

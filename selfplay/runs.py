@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from selfplay.eval.in_loop import InLoopEval
     from selfplay.executor import Executor
     from selfplay.semi import SelectionLog
-    from selfplay.trainer.metrics import SampleLog
+    from selfplay.trainer.metrics import ProposalLog, SampleLog
 
 __all__ = ["Run", "run_folder", "check_start", "open_run", "close_run", "IDENTITY_SEED"]
 
@@ -93,6 +93,7 @@ class Run:
     imports: list[ImportReport] | None = None  # reports of the labeled sets imported at the start
     selection_log: SelectionLog | None = None  # when curriculum.selection is trapo
     samples: SampleLog | None = None  # every step's rollouts, when run.log_samples
+    proposals: ProposalLog | None = None  # every step's proposals and their verdicts, as well
     # programs of the benchmarks a proposal may not reproduce (`curriculum.decontaminate`)
     benchmarks: BenchmarkPrograms = field(default_factory=BenchmarkPrograms)
     kl: KLControl | None = None  # the KL coefficient (fixed, or adapted: trainer.kl_target)

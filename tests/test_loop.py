@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 
 from selfplay.config import load
 from selfplay.curriculum import Provenance, TaskStore
+from selfplay.files import records
 from selfplay.loop import run, run_step
 from selfplay.runs import _resolved, open_run
 from selfplay.trainer.metrics import read_metrics
@@ -200,6 +201,14 @@ def test_run_writes_metrics_checkpoints_and_summary(tmp_path, tiny_model_dir):
     metrics = read_metrics(folder)
     assert len(samples) == sum(m["reward/rollouts"] for m in metrics)
     assert all(isinstance(s["text"], str) and s["tokens"] > 0 for s in samples)
+    # every proposal, with its verdict, as the metrics counted them
+    proposals = records(folder / "proposals.jsonl")
+    for m in metrics:
+        mine = [x for x in proposals if x["step"] == m["step"]]
+        assert len(mine) == m["propose/proposals"]
+        assert sum(x["outcome"] == "valid" for x in mine) == m["propose/valid"]
+        assert sum(x["added"] for x in mine) == m["propose/new_tasks"]
+    assert all(x["reason"] for x in proposals if x["outcome"] != "valid")
     assert (folder / "config.yaml").exists() and (folder / "tensorboard").is_dir()
     assert (folder / "checkpoints" / "step-000002" / "model" / "model.safetensors").exists()
     (session,) = [json.loads(line) for line in (folder / "sessions.jsonl").read_text().splitlines()]
@@ -334,6 +343,7 @@ def test_a_step_lost_after_its_pool_writes_runs_again_as_it_ran(tmp_path, format
     run(load(None, args), out=open(os.devnull, "w"))  # noqa: SIM115
     first = _pool_rows(folder)
     samples = (folder / "samples.jsonl").read_text()
+    proposals = (folder / "proposals.jsonl").read_text()
     assert any(step == 3 for _, step, *_ in first[2])  # step 3 recorded answers
     import shutil
 
@@ -346,6 +356,7 @@ def test_a_step_lost_after_its_pool_writes_runs_again_as_it_ran(tmp_path, format
     again = _pool_rows(folder)
     assert again == first
     assert (folder / "samples.jsonl").read_text() == samples
+    assert (folder / "proposals.jsonl").read_text() == proposals
 
 
 @pytest.mark.slow
@@ -374,6 +385,10 @@ def test_a_killed_run_resumes(tmp_path, tiny_model_dir):
     lines = (folder / "samples.jsonl").read_text().splitlines()
     per_step = [sum(json.loads(line)["step"] == s for line in lines) for s in steps]
     assert per_step == [int(m["reward/rollouts"]) for m in read_metrics(folder)]
+    proposals = [x["step"] for x in records(folder / "proposals.jsonl")]
+    assert [proposals.count(s) for s in steps] == [
+        int(m["propose/proposals"]) for m in read_metrics(folder)
+    ]
     store = TaskStore.open(str(folder / "pool.sqlite"), "test", config.curriculum)
     from selfplay.curriculum.schema import Attempt
 

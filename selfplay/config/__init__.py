@@ -430,7 +430,9 @@ class RunConfig(Checked):
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
     log_samples: bool = knob(
-        True, "write every rollout (text, reward, advantage) to samples.jsonl in the run folder"
+        True,
+        "write every rollout (text, reward, advantage) to samples.jsonl in the run folder, and "
+        "every proposal with what became of it (verdict, why no new work) to proposals.jsonl",
     )
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
     log_level: LogLevel = knob(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from selfplay.files import keep_steps
 
-__all__ = ["MetricsLogger", "SampleLog", "read_metrics"]
+__all__ = ["MetricsLogger", "ProposalLog", "SampleLog", "read_metrics"]
 
 
 class MetricsLogger:
@@ -70,7 +70,28 @@ class MetricsLogger:
             self.wandb.finish()
 
 
-class SampleLog:
+class _StepLog:
+    """A JSON line per record of each step in the run folder's `file`, decoded with the
+    run's tokenizer; the lines of steps after `resume_step` (lost to an interruption) are
+    dropped when a run resumes, as the metrics' are."""
+
+    file = ""
+
+    def __init__(self, run_dir: Path, tokenizer, resume_step: int = 0):
+        self.path = Path(run_dir) / self.file
+        self.tokenizer = tokenizer
+        keep_steps(self.path, resume_step)
+
+    def write(self, step: int, items) -> None:
+        lines = [json.dumps(self._record(step, x)) for x in items]
+        with self.path.open("a") as f:
+            f.write("".join(line + "\n" for line in lines))
+
+    def _record(self, step: int, item) -> dict:
+        raise NotImplementedError
+
+
+class SampleLog(_StepLog):
     """Every rollout of every step in `samples.jsonl` of the run folder, a JSON line each:
     `step`, `role`, `type` (task type), `group` (the prompt it was sampled from), `tokens`,
     `reward`, `advantage` and the completion's `text`, so that what the model wrote, and what
@@ -79,15 +100,7 @@ class SampleLog:
     every solver rollout its prompt's `layout` (`roles.solver_layouts`). Like
     the metrics, lines of steps lost to an interruption are dropped when the run resumes."""
 
-    def __init__(self, run_dir: Path, tokenizer, resume_step: int = 0):
-        self.path = Path(run_dir) / "samples.jsonl"
-        self.tokenizer = tokenizer
-        keep_steps(self.path, resume_step)
-
-    def write(self, step: int, rollouts) -> None:
-        lines = [json.dumps(self._record(step, r)) for r in rollouts]
-        with self.path.open("a") as f:
-            f.write("".join(line + "\n" for line in lines))
+    file = "samples.jsonl"
 
     def _record(self, step: int, r) -> dict:
         record = {
@@ -104,6 +117,47 @@ class SampleLog:
             record["shown"] = list(r.shown)
         if r.layout:
             record["layout"] = r.layout
+        return record
+
+
+class ProposalLog(_StepLog):
+    """Every proposal of every step in `proposals.jsonl` of the run folder, trained on or not
+    (a run that trains the solver alone has no proposer lines in `samples.jsonl`), with what
+    became of it: `step`, `type`, `group`, `tokens`, `cut` (stopped at the token limit), the
+    completion's `text`, `outcome` (`malformed`, `invalid`, `valid`), `reason` (the parse
+    failure's or the first failed run's; "" for a valid one), `no_new_work` (`Stored`: why a
+    valid proposal is no new work, "" for new work), `added` (a task new to the pool),
+    `task_id`, `reinput` (the task took another input) and `references` (the pool ids its
+    prompt showed); a valid one also its `task` (`type`, `program`, `inputs`, `outputs`) as
+    the store stage judged it: retyped or given another input where it was. Written with
+    `samples.jsonl` (`run.log_samples`), and trimmed the same way when a run resumes."""
+
+    file = "proposals.jsonl"
+
+    def _record(self, step: int, s) -> dict:
+        proposed, verdicts = s.validated.proposed, s.validated.verdicts
+        reason = getattr(proposed.parsed, "reason", "")  # a ParseFailure's
+        if not reason and s.outcome == "invalid":
+            reason = next((v.reason for v in verdicts if not v.ok), "")
+        record = {
+            "step": step,
+            "type": proposed.task_type,
+            "group": proposed.group,
+            "tokens": len(proposed.completion_ids),
+            "cut": proposed.finish_reason == "length",
+            "text": self.tokenizer.decode(proposed.completion_ids, skip_special_tokens=True),
+            "outcome": s.outcome,
+            "reason": reason,
+            "no_new_work": s.no_new_work,
+            "added": s.added,
+            "task_id": s.task_id,
+            "reinput": s.validated.reinput,
+            "references": list(proposed.references),
+        }
+        task = s.validated.task
+        if task is not None:
+            fields = ("type", "program", "inputs", "outputs")
+            record["task"] = {k: getattr(task, k) for k in fields}
         return record
 
 
