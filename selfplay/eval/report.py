@@ -5,7 +5,9 @@ Two parts:
 - `proposals`: the proposer's parse and valid rates per task type (`propose/parse_rate/<type>`,
   `propose/valid_rate/<type>` of `metrics.jsonl`), averaged over the first and the last
   quarter of the run's steps (at least one step each), with the new tasks added per step and
-  the share of valid proposals that were no new work (duplicates, copies, trivial tasks).
+  the share of valid proposals that were no new work (duplicates, copies, trivial tasks);
+  and `proposal_log`, from `proposals.jsonl` where the run wrote it: every proposal by outcome,
+  how many of each were cut at the token limit, and why the others were not valid.
 - `benchmarks`: each benchmark of the in-loop evaluation (`eval/<benchmark>-step<N>.jsonl`)
   scored at its first and its last evaluated step, per subset (CRUXEval-O and -I, the generated
   deduction and abduction tasks, ...), paired on the items evaluated at both; and its
@@ -57,6 +59,7 @@ from selfplay.eval.answer_types import wrong_type
 from selfplay.eval.cruxeval import format_free, row_copies_example, row_restarts
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
+from selfplay.files import BadLine, read_jsonl
 from selfplay.provenance import setup_warning, summary_beside
 from selfplay.types import NO_NEW_WORK, Verdict
 
@@ -96,6 +99,7 @@ def report(folder: str | Path) -> dict:
         "run": str(folder),
         "steps": max((r["step"] for r in rows), default=0),
         "proposals": _proposals(rows),
+        "proposal_log": _proposal_log(folder),
         "benchmarks": _benchmarks(folder / "eval"),
         "unreadable_metric_lines": unreadable,
     }
@@ -138,6 +142,31 @@ def _proposals(rows: list[dict]) -> dict:
             out[key.split("/")[1]] = [_mean(first, key), _mean(last, key)]
     out["no_new_work"] = _no_new_work([r for r in steps if r["step"] >= _SETTLED])
     return out
+
+
+def _proposal_log(folder: Path) -> dict:
+    """From the run's `proposals.jsonl` (`trainer.metrics.ProposalLog`; {} where the run wrote
+    none): the proposals by outcome, how many of each were cut at the token limit, and the
+    commonest reasons a proposal was not valid."""
+    path = next((p for p in (folder / "proposals.jsonl", folder / "proposals.jsonl.gz")
+                 if p.is_file()), None)  # fmt: skip
+    if path is None:
+        return {}
+    outcomes, cut, reasons, unreadable = Counter(), Counter(), Counter(), 0
+    for _, row in read_jsonl(path):
+        if isinstance(row, BadLine) or not isinstance(row.get("outcome"), str):
+            unreadable += 1
+            continue
+        outcomes[row["outcome"]] += 1
+        cut[row["outcome"]] += bool(row.get("cut"))
+        if row["outcome"] != "valid":
+            reasons[str(row.get("reason") or "unknown")] += 1
+    return {
+        "proposals": sum(outcomes.values()),
+        "outcomes": {k: [outcomes[k], cut[k]] for k in ("malformed", "invalid", "valid")},
+        "not_valid_reasons": dict(reasons.most_common(8)),
+        "unreadable_lines": unreadable,
+    }
 
 
 def _no_new_work(rows: list[dict]) -> dict:

@@ -14,6 +14,7 @@ def render(result: dict) -> str:
     if "run" in result:
         lines.append(f"run {result['run']}: {result['steps']} steps")
         lines += _render_proposals(result.get("proposals") or {})
+        lines += _render_proposal_log(result.get("proposal_log") or {})
         subsets = result["benchmarks"]
     else:
         lines.append(f"before: {result['before']}\nafter:  {result['after']}")
@@ -126,6 +127,18 @@ def _render_proposals(proposals: dict) -> list[str]:
         lines.append(f"  abductions judged as deductions: {waste['retyped']}")
     if waste.get("reinput") is not None:
         lines.append(f"  trivial tasks given another input: {waste['reinput']}")
+    return lines
+
+
+def _render_proposal_log(log: dict) -> list[str]:
+    if not log.get("proposals"):
+        return []
+    kinds = ", ".join(f"{k} {n} ({c} cut)" for k, (n, c) in log["outcomes"].items())
+    lines = [f"  every proposal (proposals.jsonl): {log['proposals']}: {kinds} at the token limit"]
+    if reasons := log["not_valid_reasons"]:
+        lines.append("  why not valid: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
+    if log["unreadable_lines"]:
+        lines.append(f"  warning: {log['unreadable_lines']} unreadable lines of proposals.jsonl")
     return lines
 
 
