@@ -193,10 +193,9 @@ def _reasons(stored: Sequence[Stored]) -> dict[str, int]:
     for s in stored:
         if s.outcome == "malformed":
             counts["malformed"] += 1
-            counts[f"malformed:{s.validated.proposed.parsed.reason}"] += 1  # truncated, ...
+            counts[s.failure] += 1  # malformed:truncated, ...
         elif s.outcome == "invalid":
-            bad = next((v for v in s.validated.verdicts if not v.ok), None)
-            counts[(bad.reason.split(":")[0] if bad else "induction_pairs")] += 1
+            counts[s.failure.split(":")[0]] += 1
     return counts
 
 

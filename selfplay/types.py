@@ -229,6 +229,18 @@ class Stored:
         return bool(self.no_new_work)
 
     @property
+    def failure(self) -> str:
+        """Why the proposal is not valid: `malformed:<why it could not be read>`, the first
+        failed run's reason (`syntax`, `crash:TypeError`, ..., `too_simple`), or
+        `induction_pairs` (every run passed, too few distinct pairs); "" for a valid one."""
+        if self.outcome == "malformed":
+            return f"malformed:{self.validated.proposed.parsed.reason}"
+        if self.outcome == "invalid":
+            bad = next((v for v in self.validated.verdicts if not v.ok), None)
+            return bad.reason if bad else "induction_pairs"
+        return ""
+
+    @property
     def no_new_work_kind(self) -> str:
         """`no_new_work` without its detail: one of `NO_NEW_WORK`, or ""."""
         return self.no_new_work.split(":")[0]

@@ -112,6 +112,12 @@ def test_the_setup_warning_says_how_many_replies_of_one_model_differ(tmp_path, c
         assert main(["report", "--compare", str(base), str(other), "--json"]) == 0
         return json.loads(capsys.readouterr().out)["warning"]
 
-    assert warning(alike).endswith("(the same model: its replies differ on 0 of 4 paired items)")
+    assert warning(alike).endswith(
+        "(the same model name: its replies differ on 0 of 4 paired items)"
+    )
     assert warning(moved).endswith("its replies differ on 1 of 4 paired items)")
     assert "the same model" not in warning(trained)  # another model: replies differ anyway
+    sampled = _evaluation(tmp_path / "sampled", [0, 1, 0, 1], xeon, "coder", ["0", *replies[1:]])
+    summary = json.loads((sampled / "summary.json").read_text())
+    (sampled / "summary.json").write_text(json.dumps({**summary, "temperature": 0.8}))
+    assert "the same model" not in warning(sampled)  # sampling alone makes replies differ

@@ -432,7 +432,8 @@ class RunConfig(Checked):
     log_samples: bool = knob(
         True,
         "write every rollout (text, reward, advantage) to samples.jsonl in the run folder, and "
-        "every proposal with what became of it (verdict, why no new work) to proposals.jsonl",
+        "every step's proposals with what became of them (verdict, why no new work) to "
+        "proposals.jsonl",
     )
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
     log_level: LogLevel = knob(

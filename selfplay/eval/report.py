@@ -26,7 +26,7 @@ warning, as is a difference in prompt format or set version (`--across-formats` 
 CRUXEval subset asked in two formats, which the warning then says), or in the setup the
 evaluations recorded (precision, machine, libraries: `selfplay.provenance`), which can change
 greedy answers without any training; where both evaluated one model and recorded its replies
-(CRUXEval), the warning says on how many paired items the replies differ.
+(CRUXEval) greedily, the warning says on how many paired items the replies differ.
 
 Several seeds against one base: `selfplay report --pooled` (`pooled.py`).
 
@@ -71,6 +71,7 @@ _WASTE = ("propose/duplicate_share", "propose/trivial_share", "propose/contamina
 _SHAPE = ("propose/statements", "propose/loop_share")  # of the valid written programs
 _SETTLED = 5  # the first steps of a zero-data run propose from the seed alone
 _REASON_PREFIX = "propose/no_new_work/"
+_TOP_REASONS = 8  # the commonest reasons a logged proposal was not valid, in a run's report
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def report(folder: str | Path) -> dict:
         "run": str(folder),
         "steps": max((r["step"] for r in rows), default=0),
         "proposals": _proposals(rows),
-        "proposal_log": _proposal_log(folder),
+        "proposal_log": _proposal_log(folder, rows),
         "benchmarks": _benchmarks(folder / "eval"),
         "unreadable_metric_lines": unreadable,
     }
@@ -144,7 +145,7 @@ def _proposals(rows: list[dict]) -> dict:
     return out
 
 
-def _proposal_log(folder: Path) -> dict:
+def _proposal_log(folder: Path, rows: list[dict]) -> dict:
     """From the run's `proposals.jsonl` (`trainer.metrics.ProposalLog`; {} where the run wrote
     none): the proposals by outcome, how many of each were cut at the token limit, and the
     commonest reasons a proposal was not valid."""
@@ -152,21 +153,29 @@ def _proposal_log(folder: Path) -> dict:
                  if p.is_file()), None)  # fmt: skip
     if path is None:
         return {}
-    outcomes, cut, reasons, unreadable = Counter(), Counter(), Counter(), 0
+    known = ("malformed", "invalid", "valid")
+    outcomes, cut, reasons, steps, unreadable = Counter(), Counter(), Counter(), Counter(), 0
     for _, row in read_jsonl(path):
-        if isinstance(row, BadLine) or not isinstance(row.get("outcome"), str):
+        if isinstance(row, BadLine) or row.get("outcome") not in known:
             unreadable += 1
             continue
         outcomes[row["outcome"]] += 1
         cut[row["outcome"]] += bool(row.get("cut"))
+        steps[row.get("step")] += 1
         if row["outcome"] != "valid":
             reasons[str(row.get("reason") or "unknown")] += 1
-    return {
+    out = {
         "proposals": sum(outcomes.values()),
-        "outcomes": {k: [outcomes[k], cut[k]] for k in ("malformed", "invalid", "valid")},
-        "not_valid_reasons": dict(reasons.most_common(8)),
+        "steps": sorted(s for s in steps if isinstance(s, int)),
+        "outcomes": {k: [outcomes[k], cut[k]] for k in known},
+        "not_valid_reasons": dict(reasons.most_common(_TOP_REASONS)),
         "unreadable_lines": unreadable,
     }
+    # a run begun before the log existed, or one whose lines were lost, logs fewer proposals
+    # than its metrics (`rows`) count
+    counted = {r["step"]: r["propose/proposals"] for r in rows if "propose/proposals" in r}
+    out["steps_not_logged"] = sorted(k for k, n in counted.items() if steps[k] != n)
+    return out
 
 
 def _no_new_work(rows: list[dict]) -> dict:
@@ -278,24 +287,34 @@ def compare(before: str | Path, after: str | Path, across_formats: bool = False)
     if across_formats:
         out["across_formats"] = True  # each subset's warning names the two formats
     if warning := setup_warning(*paths):
-        out["warning"] = warning + _same_model_replies(paths, first, last)
+        out["warning"] = warning + ("" if across_formats else _replies(paths, first, last))
     if bad_first or bad_last:
         out["unreadable_lines"] = [bad_first, bad_last]
     return out
 
 
-def _same_model_replies(paths: list[Path], first: dict, last: dict) -> str:
-    """For a setup warning between two evaluations of one model: on how many paired items its
-    recorded replies differ, which says whether the setup changed anything here ("" where the
-    models differ or the records hold no replies)."""
-    models = [summary_beside(path).get("model") for path in paths]
-    if models[0] is None or models[0] != models[1]:
+def _replies(paths: list[Path], first: dict, last: dict) -> str:
+    """For a setup warning between two greedy evaluations under one model name: on how many
+    paired items (same task on both sides) the recorded replies differ, which says whether the
+    setup changed anything here ("" where the names differ, either sampled, or the records hold
+    no replies). The name is what the summaries record: a checkpoint's path, not its weights."""
+    summaries = [summary_beside(path) for path in paths]
+    names = [x.get("model") for x in summaries]
+    if (
+        names[0] is None
+        or names[0] != names[1]
+        or any(x.get("temperature") != 0 for x in summaries)
+    ):
         return ""
-    keys = [k for k in first.keys() & last.keys() if None not in (first[k].reply, last[k].reply)]
+    keys = [
+        k
+        for k in first.keys() & last.keys()
+        if None not in (first[k].reply, last[k].reply) and not _differ(first[k], last[k])
+    ]
     if not keys:
         return ""
     differ = sum(first[k].reply != last[k].reply for k in keys)
-    return f" (the same model: its replies differ on {differ} of {len(keys)} paired items)"
+    return f" (the same model name: its replies differ on {differ} of {len(keys)} paired items)"
 
 
 def _format_free(items: dict[tuple, Item]) -> dict[tuple, Item] | None:

@@ -134,9 +134,20 @@ def _render_proposal_log(log: dict) -> list[str]:
     if not log.get("proposals"):
         return []
     kinds = ", ".join(f"{k} {n} ({c} cut)" for k, (n, c) in log["outcomes"].items())
-    lines = [f"  every proposal (proposals.jsonl): {log['proposals']}: {kinds} at the token limit"]
+    steps = f" of steps {log['steps'][0]}-{log['steps'][-1]}" if log["steps"] else ""
+    lines = [
+        f"  proposals{steps} (proposals.jsonl): {log['proposals']}: {kinds} at the token limit"
+    ]
     if reasons := log["not_valid_reasons"]:
-        lines.append("  why not valid: " + ", ".join(f"{k} {v}" for k, v in reasons.items()))
+        lines.append(
+            f"  why not valid (the {len(reasons)} commonest): "
+            + ", ".join(f"{k} {v}" for k, v in reasons.items())
+        )
+    if missing := log["steps_not_logged"]:
+        lines.append(
+            f"  warning: proposals.jsonl does not hold every proposal the metrics count at "
+            f"{len(missing)} steps ({missing[0]}-{missing[-1]})"
+        )
     if log["unreadable_lines"]:
         lines.append(f"  warning: {log['unreadable_lines']} unreadable lines of proposals.jsonl")
     return lines

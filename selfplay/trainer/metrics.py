@@ -121,24 +121,22 @@ class SampleLog(_StepLog):
 
 
 class ProposalLog(_StepLog):
-    """Every proposal of every step in `proposals.jsonl` of the run folder, trained on or not
-    (a run that trains the solver alone has no proposer lines in `samples.jsonl`), with what
-    became of it: `step`, `type`, `group`, `tokens`, `cut` (stopped at the token limit), the
-    completion's `text`, `outcome` (`malformed`, `invalid`, `valid`), `reason` (the parse
-    failure's or the first failed run's; "" for a valid one), `no_new_work` (`Stored`: why a
-    valid proposal is no new work, "" for new work), `added` (a task new to the pool),
-    `task_id`, `reinput` (the task took another input) and `references` (the pool ids its
-    prompt showed); a valid one also its `task` (`type`, `program`, `inputs`, `outputs`) as
-    the store stage judged it: retyped or given another input where it was. Written with
+    """Every proposal of every step (not the seeding's) in `proposals.jsonl` of the run folder,
+    trained on or not (a run that trains the solver alone has no proposer lines in
+    `samples.jsonl`), with what became of it: `step`, `type`, `group`, `tokens`, `cut`
+    (stopped at the token limit), the completion's `text`, `outcome` (`malformed`, `invalid`,
+    `valid`), `reason` (`Stored.failure`: `malformed:<why>`, the first failed run's reason or
+    `induction_pairs`; "" for a valid one), `no_new_work` (`Stored`: why a valid proposal is
+    no new work, "" for new work), `added` (a task new to the pool), `task_id`, `reinput` (the
+    task took another input) and `references` (the pool ids its prompt showed); a valid one
+    also its `task` (`type`, `program`, `inputs`, `outputs`, `message`, `n_visible`) as the
+    store stage judged it: retyped or given another input where it was. Written with
     `samples.jsonl` (`run.log_samples`), and trimmed the same way when a run resumes."""
 
     file = "proposals.jsonl"
 
     def _record(self, step: int, s) -> dict:
-        proposed, verdicts = s.validated.proposed, s.validated.verdicts
-        reason = getattr(proposed.parsed, "reason", "")  # a ParseFailure's
-        if not reason and s.outcome == "invalid":
-            reason = next((v.reason for v in verdicts if not v.ok), "")
+        proposed = s.validated.proposed
         record = {
             "step": step,
             "type": proposed.task_type,
@@ -147,7 +145,7 @@ class ProposalLog(_StepLog):
             "cut": proposed.finish_reason == "length",
             "text": self.tokenizer.decode(proposed.completion_ids, skip_special_tokens=True),
             "outcome": s.outcome,
-            "reason": reason,
+            "reason": s.failure,
             "no_new_work": s.no_new_work,
             "added": s.added,
             "task_id": s.task_id,
@@ -156,7 +154,7 @@ class ProposalLog(_StepLog):
         }
         task = s.validated.task
         if task is not None:
-            fields = ("type", "program", "inputs", "outputs")
+            fields = ("type", "program", "inputs", "outputs", "message", "n_visible")
             record["task"] = {k: getattr(task, k) for k in fields}
         return record
 

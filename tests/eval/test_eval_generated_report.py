@@ -474,26 +474,34 @@ def test_the_report_sums_no_new_work_by_type_and_reason_from_step_5(tmp_path, ca
 def test_the_report_counts_every_logged_proposal_by_outcome_and_cut(tmp_path, capsys):
     """`proposals.jsonl` (every proposal, trained on or not): how many of each outcome were
     cut at the token limit, and why the others were not valid; a broken line is counted."""
-    rows = [{"step": 1, "propose/parse_rate/deduction": 1.0}]
-    (tmp_path / "metrics.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    rows = [
+        {"step": s, "propose/parse_rate/deduction": 1.0, "propose/proposals": 3} for s in (1, 2, 3)
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     logged = [
-        {"step": 1, "outcome": "malformed", "reason": "unfinished", "cut": True},
-        {"step": 1, "outcome": "malformed", "reason": "no_input", "cut": False},
+        {"step": 1, "outcome": "malformed", "reason": "malformed:unfinished", "cut": True},
+        {"step": 1, "outcome": "malformed", "reason": "malformed:no_input", "cut": False},
         {"step": 1, "outcome": "invalid", "reason": "crash:TypeError", "cut": False},
         {"step": 2, "outcome": "valid", "reason": "", "cut": True},
-        {"step": 2, "outcome": "malformed", "reason": "unfinished", "cut": True},
+        {"step": 2, "outcome": "malformed", "reason": "malformed:unfinished", "cut": True},
     ]
     lines = "".join(json.dumps(r) + "\n" for r in logged)
     (tmp_path / "proposals.jsonl").write_text(lines + '{"step": 2, "outc\n')
     log = report(tmp_path)["proposal_log"]
-    assert log["proposals"] == 5 and log["unreadable_lines"] == 1
+    assert log["proposals"] == 5 and log["unreadable_lines"] == 1 and log["steps"] == [1, 2]
     assert log["outcomes"] == {"malformed": [3, 2], "invalid": [1, 0], "valid": [1, 1]}
-    assert log["not_valid_reasons"] == {"unfinished": 2, "no_input": 1, "crash:TypeError": 1}
+    assert log["not_valid_reasons"] == {
+        "malformed:unfinished": 2,
+        "malformed:no_input": 1,
+        "crash:TypeError": 1,
+    }
+    assert log["steps_not_logged"] == [2, 3]  # the metrics count 3 proposals at each step
     assert main(["report", str(tmp_path), "--no-figures"]) == 0
     out = capsys.readouterr().out
-    assert "every proposal (proposals.jsonl): 5: malformed 3 (2 cut), invalid 1 (0 cut)" in out
-    assert "why not valid: unfinished 2, no_input 1, crash:TypeError 1" in out
+    assert "proposals of steps 1-2 (proposals.jsonl): 5: malformed 3 (2 cut), invalid 1" in out
+    assert "why not valid (the 3 commonest): malformed:unfinished 2, malformed:no_input 1" in out
     assert "1 unreadable lines of proposals.jsonl" in out
+    assert "does not hold every proposal the metrics count at 2 steps (2-3)" in out
     (tmp_path / "proposals.jsonl").unlink()
     assert report(tmp_path)["proposal_log"] == {}  # an older run's folder
 

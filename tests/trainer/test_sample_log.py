@@ -83,7 +83,7 @@ def test_a_line_per_proposal_with_what_became_of_it(tmp_path):
         "cut": True,
         "text": "def f(",
         "outcome": "malformed",
-        "reason": "unfinished",
+        "reason": "malformed:unfinished",
         "no_new_work": "",
         "added": False,
         "task_id": None,
@@ -105,7 +105,13 @@ def test_a_line_per_proposal_with_what_became_of_it(tmp_path):
         "program": program,
         "inputs": ["1"],
         "outputs": ["2"],
+        "message": "",
+        "n_visible": 0,
     }
     assert (new["reason"], new["no_new_work"], new["task_id"], new["reinput"]) == ("", "", 7, True)
     ProposalLog(tmp_path, Letters(), resume_step=1)  # step 2 was lost
     assert [r["step"] for r in records(tmp_path / "proposals.jsonl")] == [1, 1]
+    # an induction proposal whose runs all passed but gave too few distinct pairs: no task
+    pairs = Proposal("induction", program, ("1", "1"), "adds one")
+    log.write(3, [Stored(Validated(proposed("ind", pairs), (Verdict(True), Verdict(True))))])
+    assert records(tmp_path / "proposals.jsonl")[-1]["reason"] == "induction_pairs"
