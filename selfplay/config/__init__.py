@@ -430,10 +430,7 @@ class RunConfig(Checked):
     eval_data: str = knob("", "CRUXEval JSONL; empty: cruxeval/cruxeval.jsonl in $SELFPLAY_DATA")
     tensorboard: bool = knob(True, "write TensorBoard events into the run folder")
     log_samples: bool = knob(
-        True,
-        "write every rollout (text, reward, advantage) to samples.jsonl in the run folder, and "
-        "every step's proposals with what became of them (verdict, why no new work) to "
-        "proposals.jsonl",
+        True, "write every rollout to samples.jsonl, each proposal judged to proposals.jsonl"
     )
     wandb_project: str = knob("", "log to this W&B project as well (empty = no W&B)")
     log_level: LogLevel = knob(

@@ -59,7 +59,7 @@ from selfplay.eval.answer_types import wrong_type
 from selfplay.eval.cruxeval import format_free, row_copies_example, row_restarts
 from selfplay.eval.harness import FAILURES, failure
 from selfplay.eval.paired import mcnemar_exact, sign_test
-from selfplay.files import BadLine, read_jsonl
+from selfplay.eval.proposal_log import proposal_log
 from selfplay.provenance import setup_warning, summary_beside
 from selfplay.types import NO_NEW_WORK, Verdict
 
@@ -71,7 +71,6 @@ _WASTE = ("propose/duplicate_share", "propose/trivial_share", "propose/contamina
 _SHAPE = ("propose/statements", "propose/loop_share")  # of the valid written programs
 _SETTLED = 5  # the first steps of a zero-data run propose from the seed alone
 _REASON_PREFIX = "propose/no_new_work/"
-_TOP_REASONS = 8  # the commonest reasons a logged proposal was not valid, in a run's report
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def report(folder: str | Path) -> dict:
         "run": str(folder),
         "steps": max((r["step"] for r in rows), default=0),
         "proposals": _proposals(rows),
-        "proposal_log": _proposal_log(folder, rows),
+        "proposal_log": proposal_log(folder, rows),
         "benchmarks": _benchmarks(folder / "eval"),
         "unreadable_metric_lines": unreadable,
     }
@@ -142,39 +141,6 @@ def _proposals(rows: list[dict]) -> dict:
         if any(key in r for r in steps):
             out[key.split("/")[1]] = [_mean(first, key), _mean(last, key)]
     out["no_new_work"] = _no_new_work([r for r in steps if r["step"] >= _SETTLED])
-    return out
-
-
-def _proposal_log(folder: Path, rows: list[dict]) -> dict:
-    """From the run's `proposals.jsonl` (`trainer.metrics.ProposalLog`; {} where the run wrote
-    none): the proposals by outcome, how many of each were cut at the token limit, and the
-    commonest reasons a proposal was not valid."""
-    path = next((p for p in (folder / "proposals.jsonl", folder / "proposals.jsonl.gz")
-                 if p.is_file()), None)  # fmt: skip
-    if path is None:
-        return {}
-    known = ("malformed", "invalid", "valid")
-    outcomes, cut, reasons, steps, unreadable = Counter(), Counter(), Counter(), Counter(), 0
-    for _, row in read_jsonl(path):
-        if isinstance(row, BadLine) or row.get("outcome") not in known:
-            unreadable += 1
-            continue
-        outcomes[row["outcome"]] += 1
-        cut[row["outcome"]] += bool(row.get("cut"))
-        steps[row.get("step")] += 1
-        if row["outcome"] != "valid":
-            reasons[str(row.get("reason") or "unknown")] += 1
-    out = {
-        "proposals": sum(outcomes.values()),
-        "steps": sorted(s for s in steps if isinstance(s, int)),
-        "outcomes": {k: [outcomes[k], cut[k]] for k in known},
-        "not_valid_reasons": dict(reasons.most_common(_TOP_REASONS)),
-        "unreadable_lines": unreadable,
-    }
-    # a run begun before the log existed, or one whose lines were lost, logs fewer proposals
-    # than its metrics (`rows`) count
-    counted = {r["step"]: r["propose/proposals"] for r in rows if "propose/proposals" in r}
-    out["steps_not_logged"] = sorted(k for k, n in counted.items() if steps[k] != n)
     return out
 
 
