@@ -236,6 +236,9 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     # over a horizon of 2 steps); the second from trained ones, over it (+20%)
     assert steps[0]["update/kl_ref"] == 0 and steps[1]["update/kl_ref"] > 0
     assert coefs == pytest.approx([0.1, 0.1 * 0.9])
+    # what it steered on: the higher of the two trained roles' KLs (`trainer.kl_steer`)
+    roles = [steps[1][f"update/kl_ref_{role}"] for role in ("solve", "propose")]
+    assert steps[1]["update/kl_steered"] == pytest.approx(max(roles))
     saved = json.loads((folder / "checkpoints/step-000002/checkpoint.json").read_text())
     assert saved["kl_coef"] == pytest.approx(0.1 * 0.9 * 1.1)
     resumed = [a for a in args if not a.startswith("run.steps=")] + ["run.steps=3"]

@@ -54,6 +54,14 @@ class TrainerConfig(Checked):
     kl_horizon: float = knob(
         5.0, "steps over which the adaptive controller changes kl_coef by its error (<= 20%)"
     )
+    kl_steer: Literal["worst_role", "all_tokens"] = knob(
+        "worst_role",
+        "the KL kl_target steers on: worst_role = the higher of the trained roles' mean KL per "
+        "token (update/kl_ref_solve, update/kl_ref_propose), so that no role drifts past the "
+        "target unseen; all_tokens = the mean over every token of the update (update/kl_ref; "
+        "how runs steered before this knob: a role with many low-KL tokens hides the other's "
+        "drift)",
+    )
     entropy_floor: float = knob(
         0.0,
         "with kl_target: while the mean token entropy of a step's update is below this, "

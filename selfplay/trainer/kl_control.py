@@ -13,6 +13,15 @@ initial model is let go. The KL is that of the weights the update started from (
 step's log-probabilities are taken before its optimizer step, with one mini-batch and one
 epoch): 0 at the first step, so the coefficient first moves down.
 
+Where both roles train, the KL steered on is by default the higher of the two roles' means
+(`update/kl_ref_solve`, `update/kl_ref_propose`; `trainer.kl_steer=worst_role`), logged as
+`update/kl_steered`. The mean over every token would be dominated by the role with more
+tokens: with per-role adapters (`trainer.lora.per_role`) the proposer's long proposals were
+87% of an update's tokens at a KL of 0.02-0.04, so that mean stayed under a target of 0.15
+and the coefficient fell (0.2 -> 0.13 in five steps) while the solver's own KL was 0.24-0.28
+(`trainer.kl_steer=all_tokens` steers on that mean, as runs did before the knob). A run that
+trains one role steers on its KL either way.
+
 The controller guards against the collapse a self-play run falls into: as the policy drifts
 its token entropy falls and its proposals turn into copies (observed without a KL term:
 docs/results.md). It also watches the
@@ -39,6 +48,7 @@ class KLControl:
     target: float = 0.0  # mean k3 KL per token to steer toward; 0: keep `coef` fixed
     horizon: float = 1.0  # steps over which a 20% error changes the coefficient by 20%
     entropy_floor: float = 0.0  # below this mean token entropy the coefficient rises
+    steer: str = "worst_role"  # which KL: the higher role's, or all tokens' (trainer.kl_steer)
 
     @classmethod
     def of(cls, trainer, saved: dict | None = None) -> KLControl:
@@ -49,7 +59,9 @@ class KLControl:
         start = trainer.kl_coef
         if trainer.kl_target > 0 and saved and _adapted(saved):
             start = float(saved["kl_coef"])
-        return cls(start, trainer.kl_target, trainer.kl_horizon, trainer.entropy_floor)
+        return cls(
+            start, trainer.kl_target, trainer.kl_horizon, trainer.entropy_floor, trainer.kl_steer
+        )
 
     def state(self) -> dict:
         """What a checkpoint keeps: the coefficient, and the target it was adapted toward (0:
@@ -65,7 +77,21 @@ class KLControl:
         adapt to the KL and entropy they report. Off where no KL term ran."""
         if trainer.kl_coef > 0:
             stats["kl_coef"] = trainer.kl_coef
-            self.update(stats.get("kl_ref"), stats.get("entropy"))
+            kl = self.steered(stats)
+            if kl is not None:
+                stats["kl_steered"] = kl
+            self.update(kl, stats.get("entropy"))
+
+    def steered(self, stats: dict) -> float | None:
+        """The KL of an update's `stats` that the coefficient adapts to: with `worst_role`
+        the higher of the roles' own (`kl_ref_solve`, `kl_ref_propose`, those the update
+        had), else, or where it reports neither, the mean over every token (`kl_ref`)."""
+        if self.steer == "worst_role":
+            roles = [stats.get(k) for k in ("kl_ref_solve", "kl_ref_propose")]
+            roles = [kl for kl in roles if kl is not None and math.isfinite(kl)]
+            if roles:
+                return max(roles)
+        return stats.get("kl_ref")
 
     def update(self, kl: float | None, entropy: float | None = None) -> None:
         """Adapt after an update whose mean KL per token was `kl` and mean token entropy

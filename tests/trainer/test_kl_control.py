@@ -57,3 +57,34 @@ def test_a_resumed_run_goes_on_from_an_adapted_coefficient_only():
     fixed = load(None, ["trainer.kl_coef=0.2"]).trainer  # no target: the config's, always
     assert KLControl.of(fixed, {"kl_coef": 0.03, "kl_target": 0.05}).coef == 0.2
     assert KLControl(0.0).state() == {"kl_coef": 0.0, "kl_target": 0.0}
+
+
+def test_with_both_roles_trained_the_coefficient_steers_on_the_role_that_drifted_most():
+    """An update whose proposals are most of its tokens at a low KL, and whose answers drifted
+    past the target: the token mean (`kl_ref`) is under the target, the answers' KL over it.
+    By default the coefficient rises with the answers' KL; `trainer.kl_steer=all_tokens`
+    follows the token mean down, as runs did before. One trained role: the same either way."""
+    both = {"kl_ref": 0.06, "kl_ref_propose": 0.03, "kl_ref_solve": 0.26, "entropy": 0.6}
+    trainer = load(
+        None, ["trainer.kl_coef=0.2", "trainer.kl_target=0.15", "trainer.kl_horizon=2"]
+    ).trainer
+    worst = KLControl.of(trainer)
+    assert worst.steer == "worst_role" and worst.steered(both) == 0.26
+    stats = dict(both)
+    worst.adapt(worst.apply(trainer), stats)
+    assert worst.coef == pytest.approx(0.2 * 1.1)  # 73% over: clipped to +20%, over 2 steps
+    assert stats["kl_steered"] == 0.26 and stats["kl_coef"] == 0.2
+    mean = KLControl.of(
+        load(
+            None, ["trainer.kl_coef=0.2", "trainer.kl_target=0.15", "trainer.kl_steer=all_tokens"]
+        ).trainer
+    )
+    assert mean.steered(both) == 0.06
+    mean.update(mean.steered(both))
+    assert mean.coef < 0.2
+    solve_only = {"kl_ref": 0.12, "kl_ref_solve": 0.12}
+    assert worst.steered(solve_only) == mean.steered(solve_only) == 0.12
+    assert worst.steered({"kl_ref": 0.05}) == 0.05  # an update that reports no role's KL
+    assert worst.steered({"kl_ref_solve": float("nan"), "kl_ref": 0.05}) == 0.05
+    with pytest.raises(ConfigError, match="kl_steer"):
+        load(None, ["trainer.kl_coef=0.2", "trainer.kl_steer=mean"])
