@@ -90,8 +90,8 @@ class TrainerConfig(Checked):
         1.0,
         "the proposer's rollouts' weight in the KL term (with kl_coef > 0): their per-token KL "
         "is multiplied by it in the loss; give it propose_weight's value to scale a proposal's "
-        "whole loss, so that a stronger pull is also held back more. update/kl_ref stays the "
-        "unweighted KL per token (what kl_target aims at)",
+        "whole loss, so that a stronger pull is also held back more. The KL that kl_target "
+        "aims at (kl_steer) stays unweighted",
     )
     micro_batch: int = knob(4, "rollouts per forward/backward pass")
     share_prompts: bool = knob(

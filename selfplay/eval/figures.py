@@ -62,7 +62,11 @@ PANELS = (
     (
         "KL to the reference and its coefficient",
         False,
-        (("update/kl_ref", "KL"), ("update/kl_coef", "coefficient")),
+        (
+            ("update/kl_ref", "KL"),
+            ("update/kl_steered", "KL steered on"),
+            ("update/kl_coef", "coefficient"),
+        ),
     ),
     ("mean reward", False, (("reward/propose", "propose"), ("reward/solve", "solve"))),
     ("pool size (tasks)", False, (("curriculum/pool_size", "tasks"),)),

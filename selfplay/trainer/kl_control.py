@@ -3,7 +3,8 @@
 With `trainer.kl_target` > 0 the coefficient follows PPO's adaptive KL controller (Ziegler et
 al. 2019, "Fine-Tuning Language Models from Human Preferences"; verl's
 `AdaptiveKLController`): after each update, with KL the step's mean k3 estimate per token of
-KL(policy || initial policy) (`update/kl_ref`, per token under either `trainer.aggregation`),
+KL(policy || initial policy) (per token under either `trainer.aggregation`; of the role that
+drifted most where both train, below: `update/kl_steered`),
 
     e = clip(KL / kl_target - 1, -0.2, 0.2)
     kl_coef <- kl_coef * (1 + e / kl_horizon)
@@ -17,10 +18,11 @@ Where both roles train, the KL steered on is by default the higher of the two ro
 (`update/kl_ref_solve`, `update/kl_ref_propose`; `trainer.kl_steer=worst_role`), logged as
 `update/kl_steered`. The mean over every token would be dominated by the role with more
 tokens: with per-role adapters (`trainer.lora.per_role`) the proposer's long proposals were
-87% of an update's tokens at a KL of 0.02-0.04, so that mean stayed under a target of 0.15
-and the coefficient fell (0.2 -> 0.13 in five steps) while the solver's own KL was 0.24-0.28
-(`trainer.kl_steer=all_tokens` steers on that mean, as runs did before the knob). A run that
-trains one role steers on its KL either way.
+68-80% of an update's tokens at a KL of 0.02-0.04, so that mean stayed under a target of 0.15
+and the coefficient fell (0.2 -> 0.11 in seven steps) while the solver's own KL was 0.24-0.53
+(`trainer.kl_steer=all_tokens` steers on that mean, as runs did before the knob: give it to
+reproduce an earlier run that trained both roles). A run that trains one role steers on its
+KL either way.
 
 The controller guards against the collapse a self-play run falls into: as the policy drifts
 its token entropy falls and its proposals turn into copies (observed without a KL term:
@@ -78,19 +80,19 @@ class KLControl:
         if trainer.kl_coef > 0:
             stats["kl_coef"] = trainer.kl_coef
             kl = self.steered(stats)
-            if kl is not None:
+            if self.target > 0 and kl is not None:
                 stats["kl_steered"] = kl
             self.update(kl, stats.get("entropy"))
 
     def steered(self, stats: dict) -> float | None:
         """The KL of an update's `stats` that the coefficient adapts to: with `worst_role`
         the higher of the roles' own (`kl_ref_solve`, `kl_ref_propose`, those the update
-        had), else, or where it reports neither, the mean over every token (`kl_ref`)."""
+        had), else, or where it reports neither, the mean over every token (`kl_ref`). None
+        where a role's KL is not a finite number: the coefficient stays as it is."""
         if self.steer == "worst_role":
-            roles = [stats.get(k) for k in ("kl_ref_solve", "kl_ref_propose")]
-            roles = [kl for kl in roles if kl is not None and math.isfinite(kl)]
+            roles = [stats[k] for k in ("kl_ref_solve", "kl_ref_propose") if k in stats]
             if roles:
-                return max(roles)
+                return max(roles) if all(math.isfinite(kl) for kl in roles) else None
         return stats.get("kl_ref")
 
     def update(self, kl: float | None, entropy: float | None = None) -> None:

@@ -85,6 +85,11 @@ def test_with_both_roles_trained_the_coefficient_steers_on_the_role_that_drifted
     solve_only = {"kl_ref": 0.12, "kl_ref_solve": 0.12}
     assert worst.steered(solve_only) == mean.steered(solve_only) == 0.12
     assert worst.steered({"kl_ref": 0.05}) == 0.05  # an update that reports no role's KL
-    assert worst.steered({"kl_ref_solve": float("nan"), "kl_ref": 0.05}) == 0.05
+    # a role's KL that overflowed: nothing to adapt to, as the token mean would say
+    assert worst.steered({"kl_ref_solve": float("inf"), "kl_ref_propose": 0.03}) is None
+    fixed = KLControl(0.2)  # no target: nothing steered on, nothing logged as such
+    stats = dict(both)
+    fixed.adapt(fixed.apply(trainer), stats)
+    assert "kl_steered" not in stats and fixed.coef == 0.2
     with pytest.raises(ConfigError, match="kl_steer"):
         load(None, ["trainer.kl_coef=0.2", "trainer.kl_steer=mean"])
