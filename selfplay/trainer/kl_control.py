@@ -18,9 +18,9 @@ Where both roles train, the KL steered on is by default the higher of the two ro
 (`update/kl_ref_solve`, `update/kl_ref_propose`; `trainer.kl_steer=worst_role`), logged as
 `update/kl_steered`. The mean over every token would be dominated by the role with more
 tokens: with per-role adapters (`trainer.lora.per_role`) the proposer's long proposals were
-63-80% of an update's tokens at a KL of 0.02-0.04, so that mean stayed under a target of 0.15
-and the coefficient fell (0.2 -> 0.11 in seven steps) while the solver's own KL passed the
-target from the fourth step on (0.24-0.53). `trainer.kl_steer=all_tokens` steers on that
+68-80% of an update's tokens over the first seven steps, at a KL of 0.02-0.04, so that mean
+stayed under a target of 0.15 and the coefficient fell (0.2 -> 0.11) while the solver's own KL
+passed the target from the fourth step on (0.24-0.53). `trainer.kl_steer=all_tokens` steers on that
 mean, as runs did before the knob: give it to reproduce an earlier run that trained both
 roles. A run that trains one role steers on its KL either way.
 
