@@ -47,6 +47,7 @@ from selfplay.types import Task
 
 __all__ = [
     "MIN_PROBES",
+    "converted_copy",
     "copy_solves",
     "deduction_twins",
     "ignores_input",
@@ -283,6 +284,26 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
         if candidate is not None and candidate not in made:
             made.append(candidate)
     return made
+
+
+def converted_copy(task: Task) -> bool:
+    """Whether a deduction or abduction task's output is its one argument written as another
+    type: `'1234'` -> `1234`, `-12` -> `'-12'`, `[1, 2]` -> `'[1, 2]'` (`str` of the one value
+    equals `str` of the other, and their types differ). Such a task is near a copy, yet its
+    copy answer does not solve it (the values differ), so `trivial_reasons` passes it. A
+    diagnostic of the pool (`selfplay pool stats --programs`), read on the trusted side from
+    the literal texts alone; not a reason the curriculum refuses a task."""
+    if task.type not in ("deduction", "abduction"):
+        return False
+    arguments = literal_arguments(task.input)
+    if arguments is None or len(arguments[0]) != 1 or arguments[1]:
+        return False
+    try:
+        output = ast.literal_eval(task.output)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return False
+    [argument] = arguments[0]
+    return type(argument) is not type(output) and str(argument) == str(output)
 
 
 def literal_arguments(text: str) -> tuple[list, dict] | None:

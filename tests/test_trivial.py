@@ -13,6 +13,7 @@ import pytest
 from selfplay.trivial import (
     OTHER_INPUTS,
     STOCK_INPUTS,
+    converted_copy,
     copy_solves,
     deduction_twins,
     ignores_input,
@@ -292,3 +293,26 @@ def test_the_abduction_proposer_is_told_that_guessable_inputs_are_discarded():
 )
 def test_literal_arguments_reads_only_a_literal_argument_list(text, expected):
     assert literal_arguments(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "inputs", "outputs", "expected"),
+    [
+        ("deduction", ("'1234'",), ("1234",), True),  # the digits read as a number
+        ("abduction", ("-12",), ("'-12'",), True),  # the number written as text
+        ("deduction", ("[1, 2]",), ("'[1, 2]'",), True),
+        ("deduction", ("'12'",), ("'12'",), False),  # a plain copy: `copy_solves` judges it
+        ("deduction", ("'   5  '",), ("5",), False),  # not the same text
+        ("deduction", ("'1', 2",), ("'1'",), False),  # two arguments
+        ("deduction", ("x='1'",), ("1",), False),  # a keyword argument
+        ("deduction", ("'1.0'",), ("1.0",), True),
+        ("deduction", ("True",), ("'True'",), True),
+        ("deduction", ("'ab'",), ("f'ab'",), False),  # an output that is no literal
+        ("induction", ("'1'",), ("1",), False),  # the solver writes the program
+    ],
+)
+def test_a_copy_up_to_type_is_the_one_argument_written_as_another_type(
+    kind, inputs, outputs, expected
+):
+    task = Task(kind, "def f(x):\n    return x", inputs, outputs)
+    assert converted_copy(task) is expected

@@ -12,7 +12,8 @@ from selfplay.curriculum import database
 from selfplay.curriculum.records import ORIGINS
 from selfplay.curriculum.schema import Attempt
 from selfplay.proposer.complexity import loops, statements
-from selfplay.types import TASK_TYPES, WRITTEN_TYPES
+from selfplay.trivial import converted_copy
+from selfplay.types import TASK_TYPES, WRITTEN_TYPES, Task
 
 BINS = 10
 
@@ -47,9 +48,9 @@ class PoolStats:
     correct: int
     ability: tuple[float, float]
     # per span of steps: (first, last step, deduction and abduction tasks proposed, their
-    # median statements, the share with a loop or comprehension); `programs=True` of
-    # `pool_stats`
-    programs: tuple[tuple[int, int, int, float, float], ...] = ()
+    # median statements, the share with a loop or comprehension, the share that are copies up
+    # to type: `trivial.converted_copy`); `programs=True` of `pool_stats`
+    programs: tuple[tuple[int, int, int, float, float, float], ...] = ()
 
     def metrics(self) -> dict[str, float]:
         attempted = max(self.tasks - self.never_attempted, 1)
@@ -89,10 +90,15 @@ class PoolStats:
             )
         if self.programs:
             lines += ["", "deduction and abduction programs proposed (proposer/complexity.py)"]
-            lines.append(f"{'steps':>13} {'tasks':>9} {'statements':>11} {'with a loop':>12}")
-            for first, last, count, median, looped in self.programs:
+            lines.append(
+                f"{'steps':>13} {'tasks':>9} {'statements':>11} {'with a loop':>12} "
+                f"{'copy up to type':>16}"
+            )
+            for first, last, count, median, looped, converted in self.programs:
                 span = f"{first}" if first == last else f"{first}-{last}"
-                lines.append(f"{span:>13} {count:>9} {median:>11g} {looped:>12.0%}")
+                lines.append(
+                    f"{span:>13} {count:>9} {median:>11g} {looped:>12.0%} {converted:>16.0%}"
+                )
         return "\n".join(lines)
 
 
@@ -156,33 +162,36 @@ def _spans(top: int, rows: int) -> list[tuple[int, int]]:
     return [(first, min(first + width - 1, top)) for first in range(0, top + 1, width)]
 
 
-def written_programs(store) -> tuple[np.ndarray, list[str]]:
-    """The steps and programs of the deduction and abduction tasks the model proposed into the
+def written_tasks(store) -> tuple[np.ndarray, list[Task]]:
+    """The steps and tasks of the deduction and abduction tasks the model proposed into the
     pool (not induction tasks, whose program was given, nor imported ones), in id order."""
     ix = store.index
     written = np.isin(ix["type"], [TASK_TYPES.index(t) for t in WRITTEN_TYPES])
     written &= ix["origin"] == ORIGINS.index("proposed")
     ids = ix["id"][written]
-    programs = [t.task.program for t in store.get(ids.tolist())] if len(ids) else []
-    return ix["step"][written], programs
+    tasks = [t.task for t in store.get(ids.tolist())] if len(ids) else []
+    return ix["step"][written], tasks
 
 
 def _programs(store, rows: int = 12) -> tuple:
     """Per span of steps, the deduction and abduction tasks proposed then: how many, their
-    median statement count and the share with a loop or a comprehension. An induction task's
+    median statement count, the share with a loop or a comprehension, and the share whose
+    output is its input written in another type (`converted_copy`). An induction task's
     program was given to its proposer, and an imported task (a seed, a labeled one) was not
     proposed: neither is a program the model wrote."""
-    steps, programs = written_programs(store)
-    if not programs:
+    steps, tasks = written_tasks(store)
+    if not tasks:
         return ()
-    counts = np.array([statements(program) or 0 for program in programs])
-    looped = np.array([bool(loops(program)) for program in programs])
+    counts = np.array([statements(t.program) or 0 for t in tasks])
+    looped = np.array([bool(loops(t.program)) for t in tasks])
+    converted = np.array([converted_copy(t) for t in tasks])
     out = []
     for first, last in _spans(int(steps.max()), rows):
         here = (steps >= first) & (steps <= last)
         if here.any():
             median = float(np.median(counts[here]))
-            out.append((first, last, int(here.sum()), median, float(looped[here].mean())))
+            shares = float(looped[here].mean()), float(converted[here].mean())
+            out.append((first, last, int(here.sum()), median, *shares))
     return tuple(out)
 
 

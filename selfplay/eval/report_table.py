@@ -22,9 +22,16 @@ def render(result: dict) -> str:
         lines += [f"warning: {result['warning']}"] if "warning" in result else []
         lines += unreadable_warning(("before", "after"), result.get("unreadable_lines"))
         subsets = {k: v for k, v in result.items() if isinstance(v, dict)}
-    lines.append(
-        f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}{'gained':>8}{'lost':>6}{'p':>10}"
-    )
+    if subsets:
+        lines.append(
+            f"{'set':<28}{'n':>6}{'before':>8}{'after':>8}{'delta':>8}{'gained':>8}{'lost':>6}"
+            f"{'p':>10}"
+        )
+    elif "run" in result:
+        lines.append(
+            "held-out evaluations: none in the run's folder (run.eval_every=0, or no step "
+            "evaluated yet); evaluate a checkpoint with `selfplay eval`"
+        )
     for subset, row in subsets.items():
         if "note" in row:
             lines.append(f"{subset:<28}{row['note']}")

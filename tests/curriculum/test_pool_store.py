@@ -230,12 +230,18 @@ def test_stats_read_how_long_the_written_programs_are_over_steps(store_url, conf
         store.add_tasks([task(i) for i in range(3, 5)], Provenance(step=0))  # one line each
         store.add_tasks([Task("abduction", loop, ("[1]",), ("1",))], Provenance(step=1))
         store.add_tasks([Task("induction", loop, ("[2]",), ("2",))], Provenance(step=1))
+        # the output is the input's text as another type: a copy up to type
+        store.add_tasks(
+            [Task("deduction", "def f(s):\n    return int(s)", ("'12'",), ("12",))],
+            Provenance(step=1),
+        )
         assert store.stats().programs == ()  # only when asked: it reads every program
         stats = store.stats(programs=True)
     # steps 0 and 1, one span each; the seeds were not proposed, the induction task's program
     # was given to its proposer
-    assert stats.programs == ((0, 0, 2, 1.0, 0.0), (1, 1, 1, 4.0, 1.0))
-    assert "with a loop" in stats.table()
+    assert stats.programs == ((0, 0, 2, 1.0, 0.0, 0.0), (1, 1, 2, 2.5, 0.5, 0.5))
+    assert "with a loop" in stats.table() and "copy up to type" in stats.table()
+    assert stats.table().splitlines()[-1].split() == ["1", "2", "2.5", "50%", "50%"]
 
 
 def test_a_fork_starts_a_new_run_from_the_seeded_pool_and_leaves_the_original(tmp_path, config):

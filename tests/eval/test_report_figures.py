@@ -110,6 +110,9 @@ def test_an_older_run_without_pool_or_evaluations_gets_what_it_recorded(tmp_path
     assert main(["report", str(empty), "--figures", str(tmp_path / "elsewhere")]) == 0
     table = capsys.readouterr().out
     assert "no figure: no step metrics" in table and "no figure: no pool at" in table
+    # no evaluation in the folder: a line that says so, not an empty table's header
+    assert "held-out evaluations: none in the run's folder" in table
+    assert "before   after" not in table
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
