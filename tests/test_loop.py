@@ -260,6 +260,37 @@ def test_a_run_adapts_its_kl_coefficient_and_resumes_with_it(tmp_path, formatted
     assert [s["first_step"] for s in sessions] == [1, 3, 4]
 
 
+def test_per_role_kl_coefficients_are_logged_checkpointed_and_resumed(
+    tmp_path, formatted_model_dir
+):
+    """`trainer.kl_steer=per_role` in a run that trains both roles: each step logs the
+    proposer's coefficient beside the solver's, both move by the rule (under the target at
+    the first step, over it at the second), the checkpoint keeps both, and a resumed run goes
+    on from each (here set apart in the checkpoint, as two roles' KLs would set them)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    args = [*overrides(folder, formatted_model_dir, steps=2), "trainer.kl_coef=0.1"]
+    args += ["trainer.kl_target=1e-9", "trainer.kl_horizon=2", "trainer.kl_steer=per_role"]
+    seed_pool(_resolved(load(None, args), folder))
+    with open(tmp_path / "out.txt", "w") as out:
+        run(load(None, args), out=out)
+    steps = read_metrics(folder)
+    for role in ("", "_propose"):
+        assert [m[f"update/kl_coef{role}"] for m in steps] == pytest.approx([0.1, 0.09])
+    assert all(m["update/kl_ref_propose"] >= 0 for m in steps)
+    assert not any("update/kl_steered" in m for m in steps)
+    path = folder / "checkpoints/step-000002/checkpoint.json"
+    saved = json.loads(path.read_text())
+    assert saved["kl_coef"] == saved["kl_coef_propose"] == pytest.approx(0.1 * 0.9 * 1.1)
+    path.write_text(json.dumps(saved | {"kl_coef_propose": 0.02}))
+    resumed = [a for a in args if not a.startswith("run.steps=")] + ["run.steps=3"]
+    with open(tmp_path / "again.txt", "w") as out:
+        run(load(None, resumed), out=out)
+    last = read_metrics(folder)[-1]
+    assert last["update/kl_coef"] == pytest.approx(saved["kl_coef"])
+    assert last["update/kl_coef_propose"] == pytest.approx(0.02)
+
+
 def test_a_decaying_learning_rate_follows_the_run_and_a_longer_resume_stretches_it(
     tmp_path, formatted_model_dir
 ):

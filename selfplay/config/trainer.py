@@ -54,13 +54,15 @@ class TrainerConfig(Checked):
     kl_horizon: float = knob(
         5.0, "steps over which the adaptive controller changes kl_coef by its error (<= 20%)"
     )
-    kl_steer: Literal["worst_role", "all_tokens"] = knob(
+    kl_steer: Literal["worst_role", "all_tokens", "per_role"] = knob(
         "worst_role",
         "the KL kl_target steers on: worst_role = the higher of the trained roles' mean KL per "
         "token (update/kl_ref_solve, update/kl_ref_propose), so that no role drifts past the "
         "target unseen; all_tokens = the mean over every token of the update (update/kl_ref; "
         "how runs steered before this knob: a role with many low-KL tokens hides the other's "
-        "drift)",
+        "drift); per_role = a coefficient per role, each adapted on its role's own KL "
+        "(kl_coef the solver's, update/kl_coef_propose the proposer's, which the update "
+        "applies through the proposer's weight in the KL term, times propose_kl_weight)",
     )
     entropy_floor: float = knob(
         0.0,
@@ -118,6 +120,8 @@ class TrainerConfig(Checked):
             raise ConfigError("trainer.propose_weight must be a finite number >= 0")
         if not (math.isfinite(self.propose_kl_weight) and self.propose_kl_weight >= 0):
             raise ConfigError("trainer.propose_kl_weight must be a finite number >= 0")
+        if self.kl_steer == "per_role" and self.kl_target == 0:
+            raise ConfigError("trainer.kl_steer=per_role adapts two coefficients: set kl_target")
         if self.propose_kl_weight != 1.0 and self.kl_coef == 0:
             raise ConfigError("trainer.propose_kl_weight weighs the KL term: set trainer.kl_coef")
         if self.kl_coef < 0 or self.kl_target < 0:

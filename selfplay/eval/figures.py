@@ -64,8 +64,11 @@ PANELS = (
         False,
         (
             ("update/kl_ref", "KL"),
+            ("update/kl_ref_solve", "KL, answers"),
+            ("update/kl_ref_propose", "KL, proposals"),
             ("update/kl_steered", "KL steered on"),
             ("update/kl_coef", "coefficient"),
+            ("update/kl_coef_propose", "proposer's coefficient (per role)"),
         ),
     ),
     ("mean reward", False, (("reward/propose", "propose"), ("reward/solve", "solve"))),

@@ -24,6 +24,16 @@ passed the target from the fourth step on (0.24-0.53). `trainer.kl_steer=all_tok
 mean, as runs did before the knob: give it to reproduce an earlier run that trained both
 roles. A run that trains one role steers on its KL either way.
 
+`trainer.kl_steer=per_role` gives each role a coefficient of its own, each adapted by the rule
+above on its role's KL: `kl_coef` the solver's (on `update/kl_ref_solve`), and the proposer's
+(`update/kl_coef_propose`, on `update/kl_ref_propose`), which the update applies as the
+proposer's weight in the KL term (the configured `propose_kl_weight` times its coefficient /
+the solver's). With
+one coefficient steered on the worse role, a solver past the target raises the pull on a
+proposer far under it (KL 0.02-0.07 against the solver's 0.12-0.53 in the per-role run of
+docs/results.md); per role, the solver's pull rises while the proposer's falls. A role with no
+rollouts in an update keeps its coefficient.
+
 The controller guards against the collapse a self-play run falls into: as the policy drifts
 its token entropy falls and its proposals turn into copies (observed without a KL term:
 docs/results.md). It also watches the
@@ -51,6 +61,7 @@ class KLControl:
     horizon: float = 1.0  # steps over which a 20% error changes the coefficient by 20%
     entropy_floor: float = 0.0  # below this mean token entropy the coefficient rises
     steer: str = "worst_role"  # which KL: the higher role's, or all tokens' (trainer.kl_steer)
+    propose_coef: float | None = None  # the proposer's own coefficient (steer == "per_role")
 
     @classmethod
     def of(cls, trainer, saved: dict | None = None) -> KLControl:
@@ -58,26 +69,49 @@ class KLControl:
         checkpoint's `state()` adapted (`saved`); otherwise from its kl_coef. A checkpoint of
         a session that held the coefficient fixed, or ran no KL term, gives nothing to go on
         from: a run resumed with a target starts from the configured kl_coef."""
-        start = trainer.kl_coef
+        start = propose = trainer.kl_coef
         if trainer.kl_target > 0 and saved and _adapted(saved):
             start = float(saved["kl_coef"])
+            propose = float(saved.get("kl_coef_propose", start))  # a single one before
         return cls(
-            start, trainer.kl_target, trainer.kl_horizon, trainer.entropy_floor, trainer.kl_steer
+            start,
+            trainer.kl_target,
+            trainer.kl_horizon,
+            trainer.entropy_floor,
+            trainer.kl_steer,
+            propose if trainer.kl_steer == "per_role" else None,
         )
 
     def state(self) -> dict:
-        """What a checkpoint keeps: the coefficient, and the target it was adapted toward (0:
-        held fixed)."""
-        return {"kl_coef": self.coef, "kl_target": self.target}
+        """What a checkpoint keeps: the coefficient (and the proposer's own, per role), and the
+        target it was adapted toward (0: held fixed)."""
+        state = {"kl_coef": self.coef, "kl_target": self.target}
+        if self.propose_coef is not None:
+            state["kl_coef_propose"] = self.propose_coef
+        return state
 
     def apply(self, trainer):
-        """The `TrainerConfig` of the next update: with this coefficient."""
-        return replace(trainer, kl_coef=self.coef)
+        """The `TrainerConfig` of the next update: with this coefficient (per role, the
+        solver's, and the proposer's as its weight in the KL term)."""
+        if self.propose_coef is None or self.coef <= 0:
+            return replace(trainer, kl_coef=self.coef)
+        weight = trainer.propose_kl_weight * self.propose_coef / self.coef
+        return replace(trainer, kl_coef=self.coef, propose_kl_weight=weight)
 
     def adapt(self, trainer, stats: dict) -> None:
         """After an update run with `trainer` (`apply`'s): log its coefficient in `stats` and
         adapt to the KL and entropy they report. Off where no KL term ran."""
-        if trainer.kl_coef > 0:
+        if trainer.kl_coef > 0 and self.propose_coef is not None:
+            stats["kl_coef"] = trainer.kl_coef
+            stats["kl_coef_propose"] = self.propose_coef
+            entropy = stats.get("entropy")
+            if "kl_ref_solve" in stats:
+                self.update(stats["kl_ref_solve"], entropy)
+            if "kl_ref_propose" in stats:
+                self.propose_coef = self._adapted(
+                    self.propose_coef, stats["kl_ref_propose"], entropy
+                )
+        elif trainer.kl_coef > 0:
             stats["kl_coef"] = trainer.kl_coef
             kl = self.steered(stats)
             if self.target > 0 and kl is not None:
@@ -98,12 +132,16 @@ class KLControl:
     def update(self, kl: float | None, entropy: float | None = None) -> None:
         """Adapt after an update whose mean KL per token was `kl` and mean token entropy
         `entropy` (None: no update ran)."""
+        self.coef = self._adapted(self.coef, kl, entropy)
+
+    def _adapted(self, coef: float, kl: float | None, entropy: float | None) -> float:
+        """`coef` after an update whose mean KL per token was `kl` (of a role, per role)."""
         if self.target <= 0 or kl is None or not math.isfinite(kl):
-            return
+            return coef
         error = min(_MAX_ERROR, max(-_MAX_ERROR, kl / self.target - 1.0))
         if entropy is not None and entropy < self.entropy_floor:
             error = _MAX_ERROR
-        self.coef *= 1.0 + error / self.horizon
+        return coef * (1.0 + error / self.horizon)
 
 
 def _adapted(saved: dict) -> bool:

@@ -93,3 +93,47 @@ def test_with_both_roles_trained_the_coefficient_steers_on_the_role_that_drifted
     assert "kl_steered" not in stats and fixed.coef == 0.2
     with pytest.raises(ConfigError, match="kl_steer"):
         load(None, ["trainer.kl_coef=0.2", "trainer.kl_steer=mean"])
+
+
+def test_per_role_each_role_has_a_coefficient_adapted_on_its_own_kl():
+    """`trainer.kl_steer=per_role`: the solver's coefficient rises with the answers' KL past
+    the target while the proposer's falls with its own under it; the update gets the solver's
+    as kl_coef and the proposer's as its weight in the KL term. A role missing from an
+    update keeps its coefficient; both travel with a checkpoint, and a checkpoint of a single
+    coefficient starts both from it."""
+    both = {"kl_ref": 0.06, "kl_ref_propose": 0.03, "kl_ref_solve": 0.26, "entropy": 0.6}
+    args = ["trainer.kl_coef=0.2", "trainer.kl_target=0.15", "trainer.kl_horizon=2"]
+    trainer = load(None, [*args, "trainer.kl_steer=per_role"]).trainer
+    kl = KLControl.of(trainer)
+    assert (kl.coef, kl.propose_coef) == (0.2, 0.2)
+    applied = kl.apply(trainer)
+    assert (applied.kl_coef, applied.propose_kl_weight) == (0.2, pytest.approx(1.0))
+    stats = dict(both)
+    kl.adapt(applied, stats)
+    assert kl.coef == pytest.approx(0.2 * 1.1)  # 73% over the target: +20% over 2 steps
+    assert kl.propose_coef == pytest.approx(0.2 * 0.9)  # 80% under: -20% over 2 steps
+    assert (stats["kl_coef"], stats["kl_coef_propose"]) == (0.2, 0.2)  # those the update used
+    assert "kl_steered" not in stats  # each role's own KL is logged already
+    applied = kl.apply(trainer)
+    assert applied.kl_coef == pytest.approx(0.22)
+    assert applied.kl_coef * applied.propose_kl_weight == pytest.approx(0.18)
+    kl.adapt(applied, {"kl_ref": 0.3, "kl_ref_solve": 0.3})  # no proposal in this update
+    assert (kl.coef, kl.propose_coef) == (pytest.approx(0.2 * 1.1**2), pytest.approx(0.18))
+    saved = kl.state()
+    assert saved["kl_coef_propose"] == pytest.approx(0.18)
+    resumed = KLControl.of(trainer, saved)
+    assert (resumed.coef, resumed.propose_coef) == (saved["kl_coef"], saved["kl_coef_propose"])
+    single = KLControl.of(trainer, {"kl_coef": 0.3, "kl_target": 0.15})
+    assert (single.coef, single.propose_coef) == (0.3, 0.3)
+    assert "kl_coef_propose" not in KLControl.of(load(None, args).trainer).state()
+    low = KLControl.of(
+        load(None, [*args, "trainer.kl_steer=per_role", "trainer.entropy_floor=0.7"]).trainer
+    )
+    low.adapt(low.apply(trainer), dict(both))  # entropy 0.6 under the floor: both rise
+    assert (low.coef, low.propose_coef) == (pytest.approx(0.22), pytest.approx(0.22))
+    # a configured proposer's KL weight scales its own coefficient's pull
+    halved = load(None, [*args, "trainer.kl_steer=per_role", "trainer.propose_kl_weight=0.5"])
+    applied = kl.apply(halved.trainer)
+    assert applied.kl_coef * applied.propose_kl_weight == pytest.approx(0.5 * 0.18)
+    with pytest.raises(ConfigError, match="kl_target"):
+        load(None, ["trainer.kl_coef=0.2", "trainer.kl_steer=per_role"])
