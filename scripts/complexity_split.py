@@ -75,10 +75,11 @@ def paired(base: dict, other: dict) -> dict[str, dict[str, dict]]:
 def pool_programs(store: str, run: str) -> dict[str, int]:
     """The deduction and abduction tasks RUN proposed into STORE, counted by group."""
     from selfplay.curriculum import TaskStore
-    from selfplay.curriculum.stats import written_programs
+    from selfplay.curriculum.stats import written_tasks
 
     with TaskStore.open(store, run, create=False) as pool:
-        _, programs = written_programs(pool)
+        _, tasks = written_tasks(pool)
+    programs = [task.program for task in tasks]
     counts = Counter(name for program in programs for name in groups(program))
     return {"tasks": len(programs), **{name: counts[name] for name in NAMES}}
 
