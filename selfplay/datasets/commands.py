@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--programs",
         action="store_true",
-        help="add the proposed programs' statements and loop share over steps (reads them all)",
+        help="add the proposed programs' statements, loop share and copies up to type over steps "
+        "(reads them all)",
     )
     _common(p)
     p.set_defaults(handler=stats_command)
