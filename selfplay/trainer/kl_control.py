@@ -28,11 +28,10 @@ roles. A run that trains one role steers on its KL either way.
 above on its role's KL: `kl_coef` the solver's (on `update/kl_ref_solve`), and the proposer's
 (`update/kl_coef_propose`, on `update/kl_ref_propose`), which the update applies as the
 proposer's weight in the KL term (the configured `propose_kl_weight` times its coefficient /
-the solver's). With
-one coefficient steered on the worse role, a solver past the target raises the pull on a
-proposer far under it (KL 0.02-0.07 against the solver's 0.12-0.53 in the per-role run of
-docs/results.md); per role, the solver's pull rises while the proposer's falls. A role with no
-rollouts in an update keeps its coefficient.
+the solver's). With one coefficient steered on the worse role, a solver past the target
+raises the pull on a proposer far under it (KL 0.02-0.07 against the solver's 0.12-0.53 in
+the per-role run of docs/results.md); per role, the solver's pull rises while the proposer's
+falls. A role with no rollouts in an update keeps its coefficient.
 
 The controller guards against the collapse a self-play run falls into: as the policy drifts
 its token entropy falls and its proposals turn into copies (observed without a KL term:
