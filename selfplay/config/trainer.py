@@ -112,7 +112,8 @@ class TrainerConfig(Checked):
 
     def check(self) -> None:
         positive(self, "lr", "micro_batch", "mini_batches", "ppo_epochs", "max_grad_norm")
-        positive(self, "kl_horizon")
+        if not self.kl_horizon > 0.2:  # a 20% error must not take a coefficient to 0 or below
+            raise ConfigError("trainer.kl_horizon must be above 0.2 (steps)")
         if not 0 <= self.min_lr_ratio <= 1:
             raise ConfigError("trainer.min_lr_ratio must be in [0, 1]")
         not_negative(self, "weight_decay", "warmup_steps", "clip_low", "clip_high")

@@ -71,7 +71,8 @@ class KLControl:
         start = propose = trainer.kl_coef
         if trainer.kl_target > 0 and saved and _adapted(saved):
             start = float(saved["kl_coef"])
-            propose = float(saved.get("kl_coef_propose", start))  # a single one before
+            own = saved.get("kl_coef_propose")  # none from a single coefficient's checkpoint
+            propose = float(own) if own is not None and own > 0 else start
         return cls(
             start,
             trainer.kl_target,
@@ -92,7 +93,7 @@ class KLControl:
     def apply(self, trainer):
         """The `TrainerConfig` of the next update: with this coefficient (per role, the
         solver's, and the proposer's as its weight in the KL term)."""
-        if self.propose_coef is None or self.coef <= 0:
+        if self.propose_coef is None:
             return replace(trainer, kl_coef=self.coef)
         weight = trainer.propose_kl_weight * self.propose_coef / self.coef
         return replace(trainer, kl_coef=self.coef, propose_kl_weight=weight)

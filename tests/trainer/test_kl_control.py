@@ -40,6 +40,8 @@ def test_the_configuration_refuses_a_target_without_a_start():
         load(None, ["trainer.kl_coef=0.1", "trainer.entropy_floor=0.2"])
     with pytest.raises(ConfigError, match="kl_horizon"):
         load(None, ["trainer.kl_coef=0.1", "trainer.kl_target=0.01", "trainer.kl_horizon=0"])
+    with pytest.raises(ConfigError, match="kl_horizon"):  # -20% / 0.2 would zero the coefficient
+        load(None, ["trainer.kl_coef=0.1", "trainer.kl_target=0.01", "trainer.kl_horizon=0.2"])
 
 
 def test_a_resumed_run_goes_on_from_an_adapted_coefficient_only():
@@ -123,6 +125,8 @@ def test_per_role_each_role_has_a_coefficient_adapted_on_its_own_kl():
     assert saved["kl_coef_propose"] == pytest.approx(0.18)
     resumed = KLControl.of(trainer, saved)
     assert (resumed.coef, resumed.propose_coef) == (saved["kl_coef"], saved["kl_coef_propose"])
+    zero = KLControl.of(trainer, saved | {"kl_coef_propose": 0.0})  # 0 adapts to nothing
+    assert zero.propose_coef == saved["kl_coef"]
     single = KLControl.of(trainer, {"kl_coef": 0.3, "kl_target": 0.15})
     assert (single.coef, single.propose_coef) == (0.3, 0.3)
     assert "kl_coef_propose" not in KLControl.of(load(None, args).trainer).state()
