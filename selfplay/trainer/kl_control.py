@@ -101,22 +101,21 @@ class KLControl:
     def adapt(self, trainer, stats: dict) -> None:
         """After an update run with `trainer` (`apply`'s): log its coefficient in `stats` and
         adapt to the KL and entropy they report. Off where no KL term ran."""
-        if trainer.kl_coef > 0 and self.propose_coef is not None:
-            stats["kl_coef"] = trainer.kl_coef
+        if trainer.kl_coef <= 0:
+            return
+        stats["kl_coef"] = trainer.kl_coef
+        entropy = stats.get("entropy")
+        if self.propose_coef is not None:  # per role: each on its own KL, where it had one
             stats["kl_coef_propose"] = self.propose_coef
-            entropy = stats.get("entropy")
-            if "kl_ref_solve" in stats:
-                self.update(stats["kl_ref_solve"], entropy)
-            if "kl_ref_propose" in stats:
-                self.propose_coef = self._adapted(
-                    self.propose_coef, stats["kl_ref_propose"], entropy
-                )
-        elif trainer.kl_coef > 0:
-            stats["kl_coef"] = trainer.kl_coef
-            kl = self.steered(stats)
-            if self.target > 0 and kl is not None:
-                stats["kl_steered"] = kl
-            self.update(kl, stats.get("entropy"))
+            self.coef = self._adapted(self.coef, stats.get("kl_ref_solve"), entropy)
+            self.propose_coef = self._adapted(
+                self.propose_coef, stats.get("kl_ref_propose"), entropy
+            )
+            return
+        kl = self.steered(stats)
+        if self.target > 0 and kl is not None:
+            stats["kl_steered"] = kl
+        self.update(kl, entropy)
 
     def steered(self, stats: dict) -> float | None:
         """The KL of an update's `stats` that the coefficient adapts to: with `worst_role`
