@@ -289,10 +289,13 @@ def stock_inputs(text: str, count: int = STOCK_INPUTS) -> list[str]:
 def converted_copy(task: Task) -> bool:
     """Whether a deduction or abduction task's output is its one argument written as another
     type: `'1234'` -> `1234`, `-12` -> `'-12'`, `[1, 2]` -> `'[1, 2]'` (`str` of the one value
-    equals `str` of the other, and their types differ). Such a task is near a copy, yet its
-    copy answer does not solve it (the values differ), so `trivial_reasons` passes it. A
-    diagnostic of the pool (`selfplay pool stats --programs`), read on the trusted side from
-    the literal texts alone; not a reason the curriculum refuses a task."""
+    equals `str` of the other, and their types differ). Such a task is near a copy, yet the
+    copy check passes it: a deduction's values differ, and an abduction gets through where its
+    `f` does not map its output to itself. Narrow: a padded `'  5 '` -> `5`, `1` -> `1.0` or
+    `(1, 2)` -> `[1, 2]` is not counted, and a program that does real work but lands on such
+    a pair at its input is. A diagnostic of the pool (`selfplay pool stats --programs`), read
+    on the trusted side from the literal texts alone; not a reason the curriculum refuses a
+    task."""
     if task.type not in ("deduction", "abduction"):
         return False
     arguments = literal_arguments(task.input)
